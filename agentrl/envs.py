@@ -13,7 +13,8 @@ A text env is a plain :class:`gymnasium.Env` with these properties (DESIGN.md):
   error: the state stays as it is and the observation says so.
 * ``info`` always carries ``task`` (the instruction, str), ``admissible_actions`` (list of str,
   or None when actions are free-form) and ``won`` (bool); benchmarks add ``score`` (float) and
-  ``task_type`` (str).
+  ``task_type`` (str). An admissible action may end in the placeholder ``[...]`` (WebShop's
+  ``search[...]``): it stands for that prefix followed by any text and a closing ``]``.
 * ``metadata["r_max"]``: the largest return an episode can earn (SAPO scales its values by it).
 * Optional: ``metadata["system_prompt"]`` (how the agent should see the env), and a method
   ``expert_action() -> str`` on the unwrapped env that returns a good next action from the
@@ -143,3 +144,25 @@ def check_text_env(env: gym.Env, seeds: Sequence[int] = (0, 1), max_steps: int =
             action = actions[0] if actions else "look"
             obs, reward, terminated, truncated, info = env.step(action)
             check_info(info, f"step({action!r})")
+
+
+PLACEHOLDER = "[...]"
+
+
+def is_admissible(action: str, admissible: Sequence[str] | None) -> bool:
+    """Whether ``action`` is one of ``admissible`` (None admits everything).
+
+    Entries ending in ``[...]`` admit that prefix, any non-empty text without ``]``, and ``]``.
+    """
+    if admissible is None:
+        return True
+    for candidate in admissible:
+        if candidate.endswith(PLACEHOLDER):
+            prefix = candidate[: -len(PLACEHOLDER)] + "["
+            if action.startswith(prefix) and action.endswith("]"):
+                inner = action[len(prefix):-1]
+                if inner.strip() and "]" not in inner:
+                    return True
+        elif action == candidate:
+            return True
+    return False
