@@ -6,7 +6,8 @@ The shortest solution takes 3 to 8 moves depending on the layout, and the task t
 the key and the door are, so a policy can solve it from the observation alone.
 
 Layouts are drawn from the reset seed: the same seed always gives the same house, key room,
-door room and start room. ``n_rooms`` sets the difficulty (2 to 6).
+door room and start room. ``n_rooms`` sets the difficulty (2 to 8). The ``eval`` split draws its
+layouts from a disjoint seed range, so evaluation tasks are not the training seeds.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import gymnasium as gym
 
 from agentrl.envs import text_space
 
+SPLIT_OFFSETS = {"train": 0, "eval": 1_000_000_007}
 ROOM_NAMES = ("hall", "kitchen", "library", "study", "cellar", "attic", "pantry", "garden")
 SYSTEM_PROMPT = (
     "You are an agent in a small text house. Move between rooms, pick up the key and unlock "
@@ -79,9 +81,13 @@ class KeyDoorEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi"], "r_max": 1.0, "system_prompt": SYSTEM_PROMPT}
 
-    def __init__(self, n_rooms: int = 3, max_steps: int = 12, render_mode: str | None = None):
+    def __init__(self, n_rooms: int = 3, max_steps: int = 12, split: str = "train",
+                 render_mode: str | None = None):
         if not 2 <= n_rooms <= len(ROOM_NAMES):
             raise ValueError(f"n_rooms must be between 2 and {len(ROOM_NAMES)}")
+        if split not in SPLIT_OFFSETS:
+            raise ValueError(f"split must be one of {sorted(SPLIT_OFFSETS)}")
+        self.split = split
         self.n_rooms = n_rooms
         self.max_steps = max_steps
         self.render_mode = render_mode
@@ -97,7 +103,7 @@ class KeyDoorEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         task_seed = seed if seed is not None else int(self.np_random.integers(2**31))
-        self._layout = make_layout(task_seed, self.n_rooms)
+        self._layout = make_layout(task_seed + SPLIT_OFFSETS[self.split], self.n_rooms)
         self._room = self._layout.start
         self._has_key = False
         self._steps = 0

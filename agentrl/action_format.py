@@ -1,0 +1,51 @@
+"""How the agent writes its action, and how the engine reads it back.
+
+The default format is the field's usual one: the action inside ``<action>...</action>`` tags,
+optionally preceded by reasoning inside ``<think>...</think>`` (``think=True``). The same object
+renders an action (for demonstrations and constrained decoding) and parses a reply (rollouts),
+so the two can never drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+
+@dataclass(frozen=True)
+class ActionFormat:
+    tag: str = "action"
+    think: bool = False
+
+    @property
+    def open(self) -> str:
+        return f"<{self.tag}>"
+
+    @property
+    def close(self) -> str:
+        return f"</{self.tag}>"
+
+    @cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        return re.compile(re.escape(self.open) + r"(.*?)" + re.escape(self.close), re.DOTALL)
+
+    def render(self, action: str) -> str:
+        """The reply that states ``action`` (without reasoning)."""
+        return f"{self.open}{action}{self.close}"
+
+    def parse(self, reply: str) -> str | None:
+        """The action in ``reply`` (the last tagged one), or None if there is none or it is empty."""
+        found = self._pattern.findall(reply)
+        if not found:
+            return None
+        action = " ".join(found[-1].split())
+        return action or None
+
+    def instruction(self, example: str | None) -> str:
+        shown = self.render(example if example is not None else "...")
+        if self.think:
+            return (f"First think step by step about the situation inside <think> </think> tags. "
+                    f"Then give exactly one admissible action inside {self.open} {self.close} tags, "
+                    f"for example {shown}.")
+        return f"Answer with exactly one admissible action inside {self.open} {self.close} tags, for example {shown}."

@@ -1,0 +1,311 @@
+"""The algorithm interface, and the clipped policy-gradient step SAPO, PPO and GRPO share.
+
+An algorithm receives the trajectories of one iteration and updates the policy. It declares how
+many rollouts it wants per task, whether it keeps a critic, and whether it reads SAPO's value
+tokens. Everything that is the same for the three (old log-prob pass, reference pass, the clipped
+surrogate with KL and entropy, minibatches, micro-batches, gradient clipping) lives here, so a
+comparison between them changes only what differs: advantages, targets and value losses.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from agentrl.distributed import all_reduce_sum, global_mean_std, reduce_gradients
+from agentrl.losses import clipped_surrogate, k3_kl
+from agentrl.metrics import PhaseTimer
+from agentrl.policy import Policy, ScoreItem, Scores
+from agentrl.trajectory import Trajectory, Turn
+
+
+@dataclass
+class AlgoConfig:
+    """Settings shared by the clipped policy-gradient family (defaults: the paper's where it
+    gives them, lr 1e-6 and KL 0.01; the rest are common choices, marked in docs)."""
+
+    lr: float = 1e-6
+    epochs: int = 1
+    minibatch_turns: int = 64  # turns per optimizer step
+    micro_batch_tokens: int = 4096  # padded tokens per forward/backward
+    clip_eps: float = 0.2
+    kl_coef: float = 0.01
+    entropy_coef: float = 0.0
+    max_grad_norm: float = 1.0
+    gamma: float = 0.95
+    lam: float = 0.95
+    normalize_advantages: bool = True
+    weight_decay: float = 0.0
+
+
+@dataclass
+class TurnBatch:
+    """The turns of an iteration flattened, with the bootstrap prompts of truncated episodes."""
+
+    trajectories: list[Trajectory]
+    turns: list[Turn]
+    items: list[ScoreItem]
+    spans: list[tuple[int, int]]  # [start, stop) of each trajectory's turns in ``turns``
+    bootstrap_items: list[ScoreItem] = field(default_factory=list)
+    bootstrap_of: dict[int, int] = field(default_factory=dict)  # trajectory -> bootstrap item
+
+    @classmethod
+    def from_trajectories(cls, trajectories: Sequence[Trajectory]) -> TurnBatch:
+        turns: list[Turn] = []
+        spans, boot, boot_of = [], [], {}
+        for k, traj in enumerate(trajectories):
+            spans.append((len(turns), len(turns) + len(traj.turns)))
+            turns.extend(traj.turns)
+            if traj.truncated and traj.bootstrap_prompt_ids is not None:
+                boot_of[k] = len(boot)
+                boot.append(ScoreItem(traj.bootstrap_prompt_ids, []))
+        items = [ScoreItem(t.prompt_ids, t.action_ids, t.allowed) for t in turns]
+        return cls(list(trajectories), turns, items, spans, boot, boot_of)
+
+    def token_counts(self) -> list[int]:
+        return [len(item.action_ids) for item in self.items]
+
+
+def micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
+    """Split positions ``0..n-1`` into groups whose padded size (rows x longest) fits the budget.
+
+    Sorting by length keeps padding small; a single sequence longer than the budget gets a
+    group of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i], reverse=True)
+    groups: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        new_longest = max(longest, lengths[i])
+        if current and new_longest * (len(current) + 1) > token_budget:
+            groups.append(current)
+            current, new_longest = [], lengths[i]
+        current.append(i)
+        longest = new_longest
+    if current:
+        groups.append(current)
+    return groups
+
+
+@dataclass
+class ItemScores:
+    logprobs: list[torch.Tensor]  # per item
+    pre: torch.Tensor | None
+    post: torch.Tensor | None
+
+
+def split_tokens(flat: torch.Tensor, counts: Sequence[int]) -> list[torch.Tensor]:
+    return list(torch.split(flat, list(counts)))
+
+
+class Algorithm(ABC):
+    """Base of every algorithm. Subclasses set ``name`` and implement :meth:`update`."""
+
+    name: ClassVar[str] = ""
+    config_class: ClassVar[type[AlgoConfig]] = AlgoConfig
+    needs_critic: ClassVar[bool] = False
+    reads_values: ClassVar[bool] = False  # SAPO: reserve w+/w- and read V, Q
+
+    def __init__(self, config: AlgoConfig, policy: Policy, r_max: float, seed: int = 0):
+        self.config = config
+        self.policy = policy
+        self.r_max = r_max
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def rollouts_per_task(self) -> int:
+        return 1
+
+    @abstractmethod
+    def update(self, trajectories: list[Trajectory], timer: PhaseTimer) -> dict[str, float]:
+        """One iteration's optimisation; returns metrics (namespaced keys)."""
+
+    def modules(self) -> list[nn.Module]:
+        """Every module held in memory for training (for parameter counts)."""
+        return [self.policy.model]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        del state
+
+    def value_trace(self, trajectories: Sequence[Trajectory]) -> None:
+        """Write the algorithm's value estimates into ``turn.stats`` (for eval value traces);
+        nothing for critic-free algorithms."""
+
+    def save_extra(self, folder: Path) -> None:
+        """Write weights other than the policy's (PPO's critic) into a checkpoint folder."""
+
+    def load_extra(self, folder: Path) -> None:
+        """Read what :meth:`save_extra` wrote."""
+
+
+class ClippedPolicyGradient(Algorithm, ABC):
+    """PPO-style clipped surrogate with k3 KL to a frozen reference and an entropy bonus."""
+
+    def __init__(self, config: AlgoConfig, policy: Policy, r_max: float, seed: int = 0):
+        super().__init__(config, policy, r_max, seed)
+        params = [p for p in policy.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
+        self.reference: nn.Module | None = None
+        self.reference_is_base_without_adapters = hasattr(policy.model, "disable_adapter")
+        if config.kl_coef > 0 and not self.reference_is_base_without_adapters:
+            self.reference = copy.deepcopy(policy.model).eval().requires_grad_(False)
+
+    def modules(self) -> list[nn.Module]:
+        return [self.policy.model] + ([self.reference] if self.reference is not None else [])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(), "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if "optimizer" in state:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if "generator" in state:
+            self.generator.set_state(state["generator"])
+
+    # --- passes without gradients ---------------------------------------------------------------
+    @torch.no_grad()
+    def score_all(self, items: Sequence[ScoreItem], values: bool = False,
+                  reference: bool = False) -> ItemScores:
+        """Score many turns in micro-batches: per-item log-probs (and value readouts)."""
+        logprobs: list[torch.Tensor | None] = [None] * len(items)
+        pre = torch.zeros(len(items)) if values else None
+        post = torch.zeros(len(items)) if values else None
+        groups = micro_batches([it.length for it in items], self.config.micro_batch_tokens)
+        was_training = self.policy.model.training
+        self.policy.model.eval()
+        try:
+            for group in groups:
+                chunk = [items[i] for i in group]
+                scores = self._score(chunk, values=values, reference=reference, entropy=False)
+                parts = split_tokens(scores.logprobs.cpu(), [len(c.action_ids) for c in chunk])
+                for j, i in enumerate(group):
+                    logprobs[i] = parts[j]
+                    if values:
+                        pre[i] = scores.pre[j].cpu()
+                        post[i] = scores.post[j].cpu()
+        finally:
+            self.policy.model.train(was_training)
+        return ItemScores([lp if lp is not None else torch.zeros(0) for lp in logprobs], pre, post)
+
+    def _score(self, chunk: Sequence[ScoreItem], *, values: bool, reference: bool,
+               entropy: bool) -> Scores:
+        if not reference:
+            return self.policy.score(chunk, entropy=entropy, values=values)
+        if self.reference is not None:
+            return self.policy.score(chunk, entropy=entropy, values=values, model=self.reference)
+        with self.policy.model.disable_adapter():  # LoRA: the base weights are the reference
+            return self.policy.score(chunk, entropy=entropy, values=values)
+
+    def reference_logprobs(self, batch: TurnBatch) -> list[torch.Tensor] | None:
+        if self.config.kl_coef <= 0:
+            return None
+        return self.score_all(batch.items, reference=True).logprobs
+
+    def normalize(self, advantages: torch.Tensor) -> torch.Tensor:
+        """Batch normalisation of turn advantages over the global batch (all ranks)."""
+        if not self.config.normalize_advantages:
+            return advantages
+        mean, std = global_mean_std(advantages)
+        return (advantages - mean) / (std + 1e-8)
+
+    # --- the optimisation step -----------------------------------------------------------------
+    def optimize(self, batch: TurnBatch, old_logprobs: Sequence[torch.Tensor],
+                 ref_logprobs: Sequence[torch.Tensor] | None,
+                 token_advantages: Sequence[torch.Tensor],
+                 extra_loss: Callable[[Scores, list[int], float], tuple[torch.Tensor, dict[str, float]]] | None = None,
+                 ) -> dict[str, float]:
+        """Epochs x minibatches of the clipped surrogate (+ KL, - entropy, + ``extra_loss``).
+
+        Token terms are summed and divided by the minibatch's action-token count, turn terms
+        (``extra_loss``) by its turn count, so micro-batching does not change the gradient.
+        """
+        cfg = self.config
+        device = self.policy.device
+        params = [p for p in self.policy.model.parameters() if p.requires_grad]
+        sums: dict[str, float] = defaultdict(float)
+        token_seen = turn_seen = 0.0
+        grad_norms: list[float] = []
+        n = len(batch.items)
+        self.policy.model.train()
+        for _ in range(cfg.epochs):
+            order = torch.randperm(n, generator=self.generator).tolist()
+            for start in range(0, n, cfg.minibatch_turns):
+                minibatch = order[start:start + cfg.minibatch_turns]
+                tokens_local = sum(len(batch.items[i].action_ids) for i in minibatch)
+                tokens_total, turns_total = all_reduce_sum([float(tokens_local), float(len(minibatch))])
+                if tokens_total == 0:
+                    continue
+                self.optimizer.zero_grad(set_to_none=True)
+                lengths = [batch.items[i].length for i in minibatch]
+                for micro in micro_batches(lengths, cfg.micro_batch_tokens):
+                    idx = [minibatch[j] for j in micro]
+                    scores = self.policy.score([batch.items[i] for i in idx], entropy=True,
+                                               values=self.reads_values)
+                    logp = scores.logprobs
+                    old = torch.cat([old_logprobs[i] for i in idx]).to(device)
+                    adv = torch.cat([token_advantages[i] for i in idx]).to(device)
+                    pg, clipped = clipped_surrogate(logp, old, adv, cfg.clip_eps)
+                    loss = pg.sum() / tokens_total
+                    log_ratio = (logp - old).detach()
+                    sums["loss/policy"] += float(pg.detach().sum())
+                    sums["policy/clip_fraction"] += float(clipped.sum())
+                    sums["policy/approx_kl"] += float((log_ratio.exp() - 1 - log_ratio).sum())
+                    sums["policy/entropy"] += float(scores.entropy.detach().sum())
+                    if ref_logprobs is not None:
+                        ref = torch.cat([ref_logprobs[i] for i in idx]).to(device)
+                        kl = k3_kl(logp, ref)
+                        loss = loss + cfg.kl_coef * kl.sum() / tokens_total
+                        sums["policy/kl_ref"] += float(kl.detach().sum())
+                    if cfg.entropy_coef:
+                        loss = loss - cfg.entropy_coef * scores.entropy.sum() / tokens_total
+                    if extra_loss is not None:
+                        extra, extra_sums = extra_loss(scores, idx, turns_total)
+                        loss = loss + extra
+                        for key, value in extra_sums.items():
+                            sums[key] += value
+                    loss.backward()
+                reduce_gradients(params)
+                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)))
+                self.optimizer.step()
+                token_seen += tokens_local
+                turn_seen += len(minibatch)
+        out = {}
+        for key, value in sums.items():
+            per_turn = key.startswith(("loss/value", "value/"))
+            out[key] = value / max(1.0, turn_seen if per_turn else token_seen)
+        out["rollout/logprob_gap"] = logprob_gap(batch, old_logprobs)
+        out["optim/grad_norm"] = sum(grad_norms) / max(1, len(grad_norms))
+        out["optim/lr"] = self.optimizer.param_groups[0]["lr"]
+        out["optim/steps"] = float(len(grad_norms))
+        return out
+
+
+def turn_advantages_to_tokens(advantages: torch.Tensor, counts: Sequence[int]) -> list[torch.Tensor]:
+    """Give every action token of turn i the turn's advantage ``advantages[i]``."""
+    return [advantages[i].repeat(c) for i, c in enumerate(counts)]
+
+
+def logprob_gap(batch: TurnBatch, old_logprobs: Sequence[torch.Tensor]) -> float:
+    """Mean |log-prob recorded at rollout - log-prob the trainer recomputed| per action token.
+
+    Zero up to float rounding when generation and training use the same weights and dtype;
+    larger with a bf16 generation copy or vLLM. Logged as ``rollout/logprob_gap``.
+    """
+    total, count = 0.0, 0
+    for turn, old in zip(batch.turns, old_logprobs, strict=True):
+        if len(turn.rollout_logprobs) != len(old):
+            continue
+        total += float((torch.tensor(turn.rollout_logprobs) - old).abs().sum())
+        count += len(old)
+    return total / count if count else float("nan")

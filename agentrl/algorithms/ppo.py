@@ -1,0 +1,228 @@
+"""PPO with a separate critic: the classic actor-critic baseline the SAPO paper compares against.
+
+The critic is a second copy of the policy's transformer body (initialised from the same
+weights) with a scalar value head. It has its own optimizer, its own forward pass for value
+inference and its own update, which is exactly the cost SAPO removes. Advantages are computed
+as in SAPO (turn-level GAE, batch normalisation), so the only difference is where V comes from;
+``gae_level: token`` gives the token-level GAE of RLHF-style PPO instead.
+
+Values are in units of R_max, like SAPO's; the head starts at zero so V = 0 at first, as SAPO's
+zeroed value rows do (ours, for a like-for-like start).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from agentrl.advantages import gae, token_level_gae
+from agentrl.algorithms.base import (
+    AlgoConfig,
+    ClippedPolicyGradient,
+    TurnBatch,
+    micro_batches,
+    turn_advantages_to_tokens,
+)
+from agentrl.distributed import all_reduce_sum, reduce_gradients
+from agentrl.losses import clipped_value_loss, explained_variance
+from agentrl.metrics import PhaseTimer
+from agentrl.policy import Policy, ScoreItem, decoder_of, run_body
+from agentrl.trajectory import Trajectory
+
+CRITIC_FILE = "critic.pt"
+
+
+@dataclass
+class PPOConfig(AlgoConfig):
+    critic_lr: float = 1e-5
+    critic_epochs: int = 1
+    value_clip: float | None = 0.2  # in units of R_max
+    gae_level: str = "turn"  # "turn" (as SAPO) or "token"
+
+
+class Critic(nn.Module):
+    """A transformer body plus a linear value head, read at chosen positions."""
+
+    def __init__(self, policy_model: nn.Module):
+        super().__init__()
+        self.body = copy.deepcopy(decoder_of(policy_model))
+        self.body.requires_grad_(True)
+        hidden = policy_model.config.hidden_size
+        dtype = next(self.body.parameters()).dtype
+        self.head = nn.Linear(hidden, 1, dtype=dtype)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, items: Sequence[ScoreItem], token_level: bool) -> torch.Tensor:
+        """Values at the pre-action boundary of each item (``[N]``), or with ``token_level`` at
+        the position before every action token (``[T]``, item order)."""
+        device = self.head.weight.device
+        hidden = run_body(self.body, items, device)
+        rows, positions = [], []
+        for row, item in enumerate(items):
+            p = len(item.prompt_ids)
+            count = len(item.action_ids) if token_level else 1
+            rows.extend([row] * count)
+            positions.extend(range(p - 1, p - 1 + count))
+        picked = hidden[torch.tensor(rows, device=device), torch.tensor(positions, device=device)]
+        return self.head(picked).squeeze(-1).float()
+
+
+class PPO(ClippedPolicyGradient):
+    name = "ppo"
+    config_class = PPOConfig
+    needs_critic = True
+
+    def __init__(self, config: PPOConfig, policy: Policy, r_max: float, seed: int = 0):
+        super().__init__(config, policy, r_max, seed)
+        self.critic = Critic(policy.model).to(policy.device)
+        if getattr(policy.model, "is_gradient_checkpointing", False):
+            self.critic.body.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=config.critic_lr,
+                                                  weight_decay=config.weight_decay)
+
+    def modules(self) -> list[nn.Module]:
+        return super().modules() + [self.critic]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "critic_optimizer": self.critic_optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if "critic_optimizer" in state:
+            self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+
+    def save_extra(self, folder: Path) -> None:
+        torch.save(self.critic.state_dict(), folder / CRITIC_FILE)
+
+    def load_extra(self, folder: Path) -> None:
+        path = folder / CRITIC_FILE
+        if path.exists():
+            self.critic.load_state_dict(torch.load(path, map_location=self.policy.device))
+
+    @torch.no_grad()
+    def critic_values(self, items: Sequence[ScoreItem], token_level: bool) -> list[torch.Tensor]:
+        """Per item: a 1-element tensor (turn level) or one value per action token."""
+        out: list[torch.Tensor | None] = [None] * len(items)
+        self.critic.eval()
+        for group in micro_batches([it.length for it in items], self.config.micro_batch_tokens):
+            chunk = [items[i] for i in group]
+            values = self.critic(chunk, token_level).cpu()
+            counts = [len(c.action_ids) if token_level else 1 for c in chunk]
+            for j, part in enumerate(torch.split(values, counts)):
+                out[group[j]] = part
+        self.critic.train()
+        return out  # type: ignore[return-value]
+
+    def value_trace(self, trajectories) -> None:
+        batch = TurnBatch.from_trajectories(trajectories)
+        for turn, value in zip(batch.turns, self.critic_values(batch.items, token_level=False), strict=True):
+            turn.stats["V"] = float(value[0]) * self.r_max
+
+    def update(self, trajectories: list[Trajectory], timer: PhaseTimer) -> dict[str, float]:
+        cfg: PPOConfig = self.config  # type: ignore[assignment]
+        token_level = cfg.gae_level == "token"
+        batch = TurnBatch.from_trajectories(trajectories)
+        n = len(batch.items)
+        with timer.phase("old_logprob"):
+            old_logprobs = self.score_all(batch.items).logprobs
+        with timer.phase("value_inference"):
+            values = self.critic_values(batch.items, token_level)
+            boot_values = self.critic_values(batch.bootstrap_items, token_level=False)
+        with timer.phase("ref_logprob"):
+            ref_logprobs = self.reference_logprobs(batch)
+
+        counts = batch.token_counts()
+        if token_level:
+            token_adv, token_ret = self._token_level(batch, values, boot_values)
+            flat_adv = torch.cat(token_adv) if token_adv else torch.zeros(0)
+            flat_adv = self.normalize(flat_adv)
+            token_adv = list(torch.split(flat_adv, counts))
+            old_v, targets = values, token_ret
+            raw_adv = flat_adv
+        else:
+            v_old = torch.cat(values) if values else torch.zeros(0)
+            advantages, returns = torch.zeros(n), torch.zeros(n)
+            for k, (start, stop) in enumerate(batch.spans):
+                turns = batch.turns[start:stop]
+                boot = float(boot_values[batch.bootstrap_of[k]]) if k in batch.bootstrap_of else 0.0
+                adv, ret = gae([t.reward / self.r_max for t in turns], v_old[start:stop].tolist(),
+                               [t.terminated for t in turns], boot, cfg.gamma, cfg.lam)
+                advantages[start:stop], returns[start:stop] = adv, ret
+                for i, turn in enumerate(turns):
+                    turn.stats.update(V=float(v_old[start + i]) * self.r_max, advantage=float(adv[i]))
+            raw_adv = advantages.clone()
+            token_adv = turn_advantages_to_tokens(self.normalize(advantages), counts)
+            old_v = [v_old[i:i + 1] for i in range(n)]
+            targets = [returns[i:i + 1] for i in range(n)]
+
+        with timer.phase("actor_update"):
+            metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv)
+        with timer.phase("critic_update"):
+            metrics.update(self._critic_update(batch, old_v, targets, token_level))
+        flat_old = torch.cat(old_v) if old_v else torch.zeros(0)
+        flat_target = torch.cat(targets) if targets else torch.zeros(0)
+        metrics.update({
+            "value/explained_variance_v": explained_variance(flat_old, flat_target),
+            "value/v_mean": float(flat_old.mean()) * self.r_max if len(flat_old) else 0.0,
+            "adv/mean": float(raw_adv.mean()) if len(raw_adv) else 0.0,
+            "adv/std": float(raw_adv.std(unbiased=False)) if len(raw_adv) else 0.0,
+        })
+        return metrics
+
+    def _token_level(self, batch: TurnBatch, values: list[torch.Tensor], boot_values: list[torch.Tensor]):
+        cfg: PPOConfig = self.config  # type: ignore[assignment]
+        token_adv: list[torch.Tensor] = []
+        token_ret: list[torch.Tensor] = []
+        for k, (start, stop) in enumerate(batch.spans):
+            turns = batch.turns[start:stop]
+            rewards, vals, dones, ends = [], [], [], []
+            for i, turn in enumerate(turns):
+                count = len(turn.action_ids)
+                rewards += [0.0] * (count - 1) + [turn.reward / self.r_max]
+                vals += values[start + i].tolist()
+                dones += [False] * (count - 1) + [turn.terminated]
+                ends += [False] * (count - 1) + [True]
+            boot = float(boot_values[batch.bootstrap_of[k]]) if k in batch.bootstrap_of else 0.0
+            adv, ret = token_level_gae(rewards, vals, dones, ends, boot, cfg.gamma, cfg.lam)
+            offset = 0
+            for turn in turns:
+                count = len(turn.action_ids)
+                token_adv.append(adv[offset:offset + count])
+                token_ret.append(ret[offset:offset + count])
+                offset += count
+        return token_adv, token_ret
+
+    def _critic_update(self, batch: TurnBatch, old_values: list[torch.Tensor],
+                       targets: list[torch.Tensor], token_level: bool) -> dict[str, float]:
+        cfg: PPOConfig = self.config  # type: ignore[assignment]
+        params = list(self.critic.parameters())
+        n = len(batch.items)
+        total_loss, seen, norms = 0.0, 0.0, []
+        for _ in range(cfg.critic_epochs):
+            order = torch.randperm(n, generator=self.generator).tolist()
+            for start in range(0, n, cfg.minibatch_turns):
+                minibatch = order[start:start + cfg.minibatch_turns]
+                local = sum(len(old_values[i]) for i in minibatch)
+                (global_count,) = all_reduce_sum([float(local)])
+                self.critic_optimizer.zero_grad(set_to_none=True)
+                for micro in micro_batches([batch.items[i].length for i in minibatch], cfg.micro_batch_tokens):
+                    idx = [minibatch[j] for j in micro]
+                    pred = self.critic([batch.items[i] for i in idx], token_level)
+                    old = torch.cat([old_values[i] for i in idx]).to(pred.device)
+                    target = torch.cat([targets[i] for i in idx]).to(pred.device)
+                    loss = clipped_value_loss(pred, old, target, cfg.value_clip)
+                    (loss.sum() / global_count).backward()
+                    total_loss += float(loss.detach().sum())
+                reduce_gradients(params)
+                norms.append(float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)))
+                self.critic_optimizer.step()
+                seen += local
+        return {"loss/value_v": total_loss / max(1.0, seen),
+                "optim/critic_grad_norm": sum(norms) / max(1, len(norms))}

@@ -1,0 +1,113 @@
+"""SAPO: Single-rollout Autoregressive Policy Optimization (Liang, Feng, An, Liu, 2026).
+
+One LLM is the policy, the state-value and the action-value function. V(s_t) and Q(s_t, a_t)
+are read from two reserved vocabulary ids ``w+``/``w-`` (see :mod:`agentrl.value_tokens`):
+``d = logit[w+] - logit[w-]`` at the last prompt position gives V, at the last action position
+gives Q, both as ``R_max * squash(d)``. One rollout per task; turn-level GAE on V; a
+lambda-return target for V and an on-policy SARSA target for Q; one backward pass for
+``L_pi + c_V L_V + c_Q L_Q + beta KL - c_H H``. ../shared/SAPO.md is the specification.
+
+Not to be confused with "Soft Adaptive Policy Optimization", also called SAPO (verl, SkyRL,
+ms-swift): a different, clipping-free policy loss.
+
+Values are regressed in units of R_max (rewards divided by R_max), so the value clip range and
+the loss scale do not depend on the env's reward scale (ours).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from agentrl.advantages import gae, sarsa_targets
+from agentrl.algorithms.base import (
+    AlgoConfig,
+    ClippedPolicyGradient,
+    TurnBatch,
+    turn_advantages_to_tokens,
+)
+from agentrl.losses import clipped_value_loss, explained_variance, squash
+from agentrl.metrics import PhaseTimer
+from agentrl.policy import Scores
+from agentrl.trajectory import Trajectory
+
+
+@dataclass
+class SAPOConfig(AlgoConfig):
+    value_coef: float = 0.5  # c_V
+    q_coef: float = 0.5  # c_Q
+    value_clip: float | None = 0.2  # in units of R_max; None disables value clipping
+    value_squash: str = "clip"  # "clip" (the paper) or "tanh" (ours: never kills the gradient)
+
+
+class SAPO(ClippedPolicyGradient):
+    name = "sapo"
+    config_class = SAPOConfig
+    reads_values = True
+
+    def value_trace(self, trajectories) -> None:
+        batch = TurnBatch.from_trajectories(trajectories)
+        cfg: SAPOConfig = self.config  # type: ignore[assignment]
+        scores = self.score_all(batch.items, values=True)
+        for turn, d_pre, d_post in zip(batch.turns, scores.pre, scores.post, strict=True):
+            turn.stats.update(V=float(squash(d_pre, cfg.value_squash)) * self.r_max,
+                              Q=float(squash(d_post, cfg.value_squash)) * self.r_max)
+
+    def update(self, trajectories: list[Trajectory], timer: PhaseTimer) -> dict[str, float]:
+        cfg: SAPOConfig = self.config  # type: ignore[assignment]
+        batch = TurnBatch.from_trajectories(trajectories)
+        n = len(batch.items)
+
+        # One pass over prompt + action per turn gives old log-probs, V and Q; the bootstrap
+        # prompts of truncated episodes ride along for V(s_T).
+        with timer.phase("old_logprob"):
+            old = self.score_all(batch.items + batch.bootstrap_items, values=True)
+        v_old = squash(old.pre, cfg.value_squash)
+        q_old = squash(old.post, cfg.value_squash)
+        old_logprobs = old.logprobs[:n]
+        with timer.phase("ref_logprob"):
+            ref_logprobs = self.reference_logprobs(batch)
+
+        advantages = torch.zeros(n)
+        v_target = torch.zeros(n)
+        q_target = torch.zeros(n)
+        for k, (start, stop) in enumerate(batch.spans):
+            turns = batch.turns[start:stop]
+            rewards = [t.reward / self.r_max for t in turns]
+            dones = [t.terminated for t in turns]
+            boot = float(v_old[n + batch.bootstrap_of[k]]) if k in batch.bootstrap_of else 0.0
+            values = v_old[start:stop].tolist()
+            adv, ret = gae(rewards, values, dones, boot, cfg.gamma, cfg.lam)
+            advantages[start:stop] = adv
+            v_target[start:stop] = ret
+            q_target[start:stop] = sarsa_targets(rewards, q_old[start:stop].tolist(), dones, boot, cfg.gamma)
+            for i, turn in enumerate(turns):
+                turn.stats.update(V=float(v_old[start + i]) * self.r_max,
+                                  Q=float(q_old[start + i]) * self.r_max,
+                                  advantage=float(adv[i]))
+        raw_adv = advantages.clone()
+        advantages = self.normalize(advantages)
+        token_adv = turn_advantages_to_tokens(advantages, batch.token_counts())
+        v_old_turns, q_old_turns = v_old[:n], q_old[:n]
+
+        def value_losses(scores: Scores, idx: list[int], turns_total: float):
+            device = scores.pre.device
+            v_new = squash(scores.pre, cfg.value_squash)
+            q_new = squash(scores.post, cfg.value_squash)
+            lv = clipped_value_loss(v_new, v_old_turns[idx].to(device), v_target[idx].to(device), cfg.value_clip)
+            lq = clipped_value_loss(q_new, q_old_turns[idx].to(device), q_target[idx].to(device), cfg.value_clip)
+            loss = (cfg.value_coef * lv.sum() + cfg.q_coef * lq.sum()) / turns_total
+            return loss, {"loss/value_v": float(lv.detach().sum()), "loss/value_q": float(lq.detach().sum())}
+
+        with timer.phase("actor_update"):
+            metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv, value_losses)
+        metrics.update({
+            "value/explained_variance_v": explained_variance(v_old_turns, v_target),
+            "value/explained_variance_q": explained_variance(q_old_turns, q_target),
+            "value/v_mean": float(v_old_turns.mean()) * self.r_max if n else 0.0,
+            "value/q_mean": float(q_old_turns.mean()) * self.r_max if n else 0.0,
+            "adv/mean": float(raw_adv.mean()) if n else 0.0,
+            "adv/std": float(raw_adv.std(unbiased=False)) if n else 0.0,
+        })
+        return metrics

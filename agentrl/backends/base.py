@@ -1,0 +1,44 @@
+"""The generation-backend interface every backend implements.
+
+A backend samples one reply per prompt, never emits a banned id (SAPO's value tokens), stops at
+the end-of-turn token, and returns the log-prob of every sampled token under the distribution it
+really sampled from (temperature, top-p, bans and, with constrained decoding, the allowed set all
+applied). After each optimizer step the trainer calls :meth:`GenerationBackend.sync_weights` so
+that the next rollout samples from the updated policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from agentrl.constrained import AllowedTokens, TrieCursor
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 1.0  # 0 means greedy
+    top_p: float = 1.0
+    max_new_tokens: int = 64
+
+
+@dataclass
+class Generation:
+    token_ids: list[int]  # the end-of-turn token included when the reply finished
+    logprobs: list[float]
+    finished: bool  # ended with an end-of-turn token (else cut at max_new_tokens)
+    allowed: list[AllowedTokens] | None = None  # per token, when decoding was constrained
+
+
+class GenerationBackend(Protocol):
+    name: str
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                 cursors: Sequence[TrieCursor | None] | None = None) -> list[Generation]:
+        """One reply per prompt; ``cursors[i]`` constrains reply i when given."""
+        ...
+
+    def sync_weights(self) -> None:
+        """Make the next generate() use the policy's current weights."""
+        ...

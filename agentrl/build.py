@@ -1,0 +1,153 @@
+"""Builds what a run needs from its config: the model and tokenizer (with SAPO's value tokens
+and LoRA where asked), the policy, the generation backend, env pools and the rollout engine.
+
+The trainer, ``agentrl eval``, demonstrations and SFT all build through here, so they see the
+same prompts, action format and constraints.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gymnasium as gym
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from agentrl.action_format import ActionFormat
+from agentrl.backends.base import GenerationBackend
+from agentrl.backends.hf import HFBackend
+from agentrl.config import DEFAULT_SPLITS, EnvConfig, ModelConfig
+from agentrl.constrained import ConstraintBuilder
+from agentrl.envs import make_env, resolve_env_id
+from agentrl.errors import UserError
+from agentrl.models import load_model, load_tokenizer, resolve_dtype, resolve_model
+from agentrl.policy import Policy
+from agentrl.prompting import PromptBuilder, end_of_turn_id
+from agentrl.rollout import EnvPool, RolloutConfig, RolloutEngine
+from agentrl.value_tokens import ValueTokens, check_value_tokens, reserve_value_tokens
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadedModel:
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    value_tokens: ValueTokens | None
+    device: torch.device
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as exc:
+        raise UserError(f"Unknown device '{name}'.") from exc
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"Device '{name}' was asked for but no CUDA GPU is available.")
+    return device
+
+
+def load_for_training(cfg: ModelConfig, reserve_values: bool, seed: int = 0) -> LoadedModel:
+    """Load the model and tokenizer; reserve SAPO's value tokens; apply LoRA; move to device.
+
+    Value tokens recorded in a checkpoint folder (``agentrl_value_tokens.json``) are reused as
+    they are; otherwise they are reserved when ``reserve_values`` (SAPO) asks for them.
+    """
+    device = resolve_device(cfg.device)
+    source = resolve_model(cfg.name)
+    dtype = resolve_dtype(cfg.dtype, device)
+    tokenizer = load_tokenizer(source)
+    model = load_model(source, dtype, tokenizer, seed=seed)
+    value_tokens = ValueTokens.load(source.location) if source.kind == "dir" else None
+    if value_tokens is not None:
+        check_value_tokens(model, value_tokens)
+    elif reserve_values:
+        value_tokens = reserve_value_tokens(model, tokenizer)
+    if cfg.lora_rank > 0:
+        model = apply_lora(model, cfg, value_tokens)
+    if cfg.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
+    model.to(device)
+    return LoadedModel(model, tokenizer, value_tokens, device)
+
+
+def apply_lora(model: PreTrainedModel, cfg: ModelConfig, value_tokens: ValueTokens | None):
+    """LoRA adapters on every linear layer; SAPO's two value rows stay trainable."""
+    from peft import LoraConfig, get_peft_model
+
+    extra = {}
+    if value_tokens is not None:
+        extra["trainable_token_indices"] = {"embed_tokens": value_tokens.ids}
+    lora = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                      target_modules="all-linear", task_type="CAUSAL_LM", **extra)
+    return get_peft_model(model, lora)
+
+
+def split_kwargs(env_cfg: EnvConfig, which: str) -> dict:
+    env_id = resolve_env_id(env_cfg.id)
+    split = env_cfg.train_split if which == "train" else env_cfg.eval_split
+    if split == "auto":
+        pair = DEFAULT_SPLITS.get(env_id)
+        split = None if pair is None else (pair[0] if which == "train" else pair[1])
+    kwargs = dict(env_cfg.kwargs)
+    if split is not None:
+        kwargs["split"] = split
+    return kwargs
+
+
+def env_factory(env_cfg: EnvConfig, which: str) -> Callable[[], gym.Env]:
+    env_id = resolve_env_id(env_cfg.id)
+    kwargs = split_kwargs(env_cfg, which)
+    return lambda: make_env(env_id, **kwargs)
+
+
+def action_format(cfg: RolloutConfig) -> ActionFormat:
+    if cfg.action_mode == "constrained" and cfg.think:
+        raise UserError("rollout.think cannot be combined with rollout.action_mode=constrained (the reply is the action alone).")
+    return ActionFormat(tag=cfg.action_tag, think=cfg.think)
+
+
+def prompt_builder(tokenizer: PreTrainedTokenizerBase, cfg: RolloutConfig, env: gym.Env) -> PromptBuilder:
+    system = cfg.system_prompt or env.unwrapped.metadata.get("system_prompt")
+    return PromptBuilder(tokenizer, action_format(cfg), system, cfg.history_window, cfg.max_prompt_tokens)
+
+
+def stop_ids(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> list[int]:
+    ids = {end_of_turn_id(tokenizer)}
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(gen_eos, int):
+        ids.add(gen_eos)
+    elif isinstance(gen_eos, list):
+        ids.update(gen_eos)
+    return sorted(ids)
+
+
+def make_backend(policy: Policy, cfg: RolloutConfig, seed: int) -> GenerationBackend:
+    banned = policy.value_tokens.ids if policy.value_tokens is not None else []
+    stops = stop_ids(policy.tokenizer, policy.model)
+    if cfg.backend == "hf":
+        dtype = None if cfg.generation_dtype == "same" else resolve_dtype(cfg.generation_dtype, policy.device)
+        return HFBackend(policy.model, stops, policy.tokenizer.pad_token_id, banned,
+                         max_batch_rows=cfg.generation_batch_size, dtype=dtype, seed=seed)
+    if cfg.backend == "vllm":
+        raise UserError("The vllm backend is not available in this build yet; use rollout.backend=hf.")
+    raise UserError(f"Unknown rollout backend '{cfg.backend}'; use hf or vllm.")
+
+
+def make_engine(policy: Policy, backend: GenerationBackend, cfg: RolloutConfig,
+                factory: Callable[[], gym.Env]) -> RolloutEngine:
+    pool = EnvPool(factory)
+    pool.ensure(1)
+    builder = prompt_builder(policy.tokenizer, cfg, pool.envs[0])
+    fmt = builder.action_format
+    constraints = None
+    if cfg.action_mode == "constrained":
+        constraints = ConstraintBuilder(policy.tokenizer, fmt.render, end_of_turn_id(policy.tokenizer))
+    return RolloutEngine(pool, backend, builder, fmt, cfg, constraints)

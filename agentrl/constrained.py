@@ -1,0 +1,186 @@
+"""Constrained action decoding: the model may only write an admissible action.
+
+Every admissible action ``a`` is rendered in the output format (``<action>a</action>``),
+tokenised, followed by the end-of-turn token, and inserted in a token trie. At each step of
+generation only the children of the current trie node are allowed, so the reply is always one
+complete admissible action and the turn can end only after one.
+
+The policy is then the distribution renormalised over the allowed tokens. To keep importance
+ratios exact, the rollout records the allowed set of every action position (:class:`AllowedTokens`)
+and the trainer recomputes log-probs, KL and entropy under the same sets.
+
+Placeholder actions (``search[...]``, see :mod:`agentrl.envs`) become a trie path for the prefix
+(``<action>search[``), then free text of at least one token that contains no ``]`` and no special
+token, then the forced suffix ``]</action>`` + end-of-turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from agentrl.envs import PLACEHOLDER
+
+
+@dataclass(frozen=True)
+class AllowedTokens:
+    """Token ids allowed at one position: exactly ``ids``, or (``exclude``) every id but ``ids``."""
+
+    ids: tuple[int, ...]
+    exclude: bool = False
+
+    def contains(self, token: int) -> bool:
+        return (token in self.ids) != self.exclude
+
+
+class _Node:
+    __slots__ = ("children", "free")
+
+    def __init__(self) -> None:
+        self.children: dict[int, _Node] = {}
+        self.free: _FreeText | None = None
+
+
+@dataclass
+class _FreeText:
+    suffix: list[int]  # forced after the free text: tokens of "]</action>" then end-of-turn
+
+
+class ActionTrie:
+    """A token trie over the rendered admissible actions of one turn."""
+
+    def __init__(self, sequences: Sequence[Sequence[int]], free_entries: Sequence[tuple[Sequence[int], Sequence[int]]] = ()):
+        self.root = _Node()
+        self.max_length = 0
+        for seq in sequences:
+            node = self.root
+            for tok in seq:
+                node = node.children.setdefault(tok, _Node())
+            self.max_length = max(self.max_length, len(seq))
+        for prefix, suffix in free_entries:
+            node = self.root
+            for tok in prefix:
+                node = node.children.setdefault(tok, _Node())
+            node.free = _FreeText(list(suffix))
+            self.max_length = max(self.max_length, len(prefix) + 1 + len(suffix))
+
+
+class TrieCursor:
+    """Where one reply is in its trie; gives the allowed set and advances token by token."""
+
+    def __init__(self, trie: ActionTrie, free_banned: frozenset[int]):
+        self._node: _Node | None = trie.root
+        self._free: _FreeText | None = None
+        self._free_count = 0
+        self._suffix: list[int] = []
+        self._free_banned = free_banned
+        self.max_length = trie.max_length
+        self.finished = False
+
+    def allowed(self, remaining: int) -> AllowedTokens:
+        """The allowed next tokens; ``remaining`` is how many tokens the reply may still add."""
+        if self._suffix:
+            return AllowedTokens((self._suffix[0],))
+        if self._free is not None:
+            suffix_start = self._free.suffix[0]
+            if self._free_count > 0 and remaining <= len(self._free.suffix):
+                return AllowedTokens((suffix_start,))  # out of budget: close the placeholder
+            banned = set(self._free_banned)
+            if self._free_count > 0:
+                banned.discard(suffix_start)
+            else:
+                banned.add(suffix_start)
+            return AllowedTokens(tuple(sorted(banned)), exclude=True)
+        assert self._node is not None
+        return AllowedTokens(tuple(sorted(self._node.children)))
+
+    def advance(self, token: int) -> None:
+        if self._suffix:
+            if token != self._suffix[0]:
+                raise ValueError("token outside the forced suffix")
+            self._suffix.pop(0)
+            self.finished = not self._suffix
+            return
+        if self._free is not None:
+            if token == self._free.suffix[0] and self._free_count > 0:
+                self._suffix = self._free.suffix[1:]
+                self.finished = not self._suffix
+            else:
+                self._free_count += 1
+            return
+        assert self._node is not None
+        child = self._node.children.get(token)
+        if child is None:
+            raise ValueError(f"token {token} is not allowed here")
+        self._node = child
+        if child.free is not None:
+            self._free = child.free  # a placeholder's prefix is complete: free text follows
+        elif not child.children:
+            self.finished = True
+
+
+def bracket_tokens(tokenizer) -> frozenset[int]:
+    """Ids whose text contains ``]``, plus every special token: banned inside free text."""
+    banned = set(tokenizer.all_special_ids)
+    added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+    banned.update(int(i) for i in added)
+    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
+    banned.update(i for i, text in enumerate(texts) if "]" in text)
+    return frozenset(banned)
+
+
+class ConstraintBuilder:
+    """Builds a trie per turn from the admissible actions, caching tokenisations."""
+
+    def __init__(self, tokenizer, render: Callable[[str], str], end_of_turn_id: int):
+        self.tokenizer = tokenizer
+        self.render = render
+        self.end_of_turn_id = end_of_turn_id
+        self._cache: dict[str, list[int]] = {}
+        self._free_banned: frozenset[int] | None = None
+
+    @property
+    def free_banned(self) -> frozenset[int]:
+        if self._free_banned is None:
+            self._free_banned = bracket_tokens(self.tokenizer)
+        return self._free_banned
+
+    def _encode(self, text: str) -> list[int]:
+        ids = self._cache.get(text)
+        if ids is None:
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            self._cache[text] = ids
+        return ids
+
+    def trie(self, admissible: Sequence[str]) -> ActionTrie:
+        sequences, free = [], []
+        for action in dict.fromkeys(admissible):
+            if action.endswith(PLACEHOLDER):
+                # "<action>search[" + free text + "]</action>" + end of turn
+                rendered = self.render(action[: -len(PLACEHOLDER)] + "[\x00]")
+                head, tail = rendered.split("\x00")
+                free.append((self._encode(head), self._encode(tail) + [self.end_of_turn_id]))
+            else:
+                sequences.append(self._encode(self.render(action)) + [self.end_of_turn_id])
+        return ActionTrie(sequences, free)
+
+    def cursor(self, admissible: Sequence[str]) -> TrieCursor:
+        trie = self.trie(admissible)
+        needs_free = any(a.endswith(PLACEHOLDER) for a in admissible)
+        return TrieCursor(trie, self.free_banned if needs_free else frozenset())
+
+
+def allowed_mask(allowed: Sequence[AllowedTokens], vocab: int, device: torch.device) -> torch.Tensor:
+    """A boolean ``[len(allowed), vocab]`` mask, True where a token is allowed."""
+    mask = torch.zeros(len(allowed), vocab, dtype=torch.bool, device=device)
+    for row, entry in enumerate(allowed):
+        ids = torch.tensor(entry.ids, dtype=torch.long, device=device)
+        if entry.exclude:
+            mask[row] = True
+            if len(entry.ids):
+                mask[row, ids] = False
+        elif len(entry.ids):
+            mask[row, ids] = True
+    return mask

@@ -1,0 +1,208 @@
+"""The rollout engine shared by every algorithm.
+
+It runs one env per (task, rollout) pair turn by turn. At each turn the prompts of all live envs
+go to the backend in one batched call; each reply is parsed, sent to its env, and recorded as a
+:class:`~agentrl.trajectory.Turn`. An env that finishes leaves the batch at once, so later turns
+do no work for it. An episode ends when the env terminates or truncates, or at ``max_turns``
+(a truncation: the last state is bootstrapped, not treated as terminal).
+
+A reply without a well-formed action makes the env receive the empty action (which the contract
+treats as a no-op); a well-formed but inadmissible action is passed to the env as written. Both
+count as invalid: the turn's reward gets ``-invalid_action_penalty`` and the episode goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from agentrl.action_format import ActionFormat
+from agentrl.backends.base import GenerationBackend, SamplingParams
+from agentrl.constrained import ConstraintBuilder, TrieCursor
+from agentrl.envs import is_admissible
+from agentrl.prompting import HistoryEntry, PromptBuilder
+from agentrl.trajectory import Trajectory, Turn
+
+INFO_KEYS_KEPT = ("won", "score", "task_type")
+
+
+@dataclass
+class RolloutConfig:
+    """How episodes are played. ``tasks_per_iteration`` tasks x the algorithm's rollouts per task."""
+
+    tasks_per_iteration: int = 8
+    max_turns: int | None = None  # None: the env's own step limit
+    history_window: int = 2
+    action_mode: Literal["free", "constrained"] = "free"
+    think: bool = False
+    action_tag: str = "action"
+    invalid_action_penalty: float = 0.1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 64
+    max_prompt_tokens: int = 2048
+    system_prompt: str | None = None
+    backend: str = "hf"
+    generation_dtype: str = "same"  # "same" as the trained model, or a dtype for a synced copy
+    generation_batch_size: int = 64
+
+    def sampling(self, greedy: bool = False) -> SamplingParams:
+        return SamplingParams(0.0 if greedy else self.temperature, self.top_p, self.max_new_tokens)
+
+
+@dataclass(frozen=True)
+class Task:
+    seed: int
+    group: int
+
+
+@dataclass
+class RolloutResult:
+    trajectories: list[Trajectory]
+    env_seconds: float = 0.0
+    generate_seconds: float = 0.0
+    prompt_seconds: float = 0.0
+    generated_tokens: int = 0
+    turns: int = 0
+    env_steps: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class EnvPool:
+    """Envs stepped in this process. The pool grows to the largest number of slots asked for."""
+
+    def __init__(self, factory: Callable[[], gym.Env]):
+        self.factory = factory
+        self.envs: list[gym.Env] = []
+
+    def ensure(self, size: int) -> None:
+        while len(self.envs) < size:
+            self.envs.append(self.factory())
+
+    def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> list[tuple[str, dict]]:
+        return [self.envs[s].reset(seed=seed) for s, seed in zip(slots, seeds, strict=True)]
+
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[tuple]:
+        return [self.envs[s].step(a) for s, a in zip(slots, actions, strict=True)]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+        self.envs.clear()
+
+
+@dataclass
+class _Slot:
+    index: int
+    trajectory: Trajectory
+    observation: str
+    info: dict[str, Any]
+    history: list[HistoryEntry] = field(default_factory=list)
+
+
+class RolloutEngine:
+    def __init__(self, pool: EnvPool, backend: GenerationBackend, prompts: PromptBuilder,
+                 action_format: ActionFormat, config: RolloutConfig,
+                 constraints: ConstraintBuilder | None = None):
+        self.pool = pool
+        self.backend = backend
+        self.prompts = prompts
+        self.action_format = action_format
+        self.config = config
+        self.constraints = constraints
+        if config.action_mode == "constrained" and constraints is None:
+            raise ValueError("constrained action mode needs a ConstraintBuilder")
+
+    def run(self, tasks: Sequence[Task], params: SamplingParams | None = None) -> RolloutResult:
+        params = params or self.config.sampling()
+        result = RolloutResult([])
+        self.pool.ensure(len(tasks))
+        t0 = time.perf_counter()
+        resets = self.pool.reset(range(len(tasks)), [t.seed for t in tasks])
+        result.env_seconds += time.perf_counter() - t0
+        live: list[_Slot] = []
+        for i, (task, (obs, info)) in enumerate(zip(tasks, resets, strict=True)):
+            traj = Trajectory(task_seed=task.seed, group=task.group, task=info["task"],
+                              task_type=info.get("task_type"))
+            result.trajectories.append(traj)
+            live.append(_Slot(i, traj, obs, info))
+
+        max_turns = self.config.max_turns
+        while live:
+            t0 = time.perf_counter()
+            prompts = [self._prompt(slot) for slot in live]
+            cursors = None
+            if self.config.action_mode == "constrained":
+                cursors = [self.constraints.cursor(slot.info["admissible_actions"])
+                           if slot.info.get("admissible_actions") else None for slot in live]
+            result.prompt_seconds += time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            gens = self.backend.generate([p.ids for p in prompts], _fit_budget(params, cursors), cursors)
+            result.generate_seconds += time.perf_counter() - t0
+            result.generated_tokens += sum(len(g.token_ids) for g in gens)
+
+            decoded = []
+            for gen in gens:
+                body = gen.token_ids[:-1] if gen.finished else gen.token_ids
+                decoded.append(self.prompts.tokenizer.decode(body, skip_special_tokens=False))
+            env_actions, valid = [], []
+            for slot, reply in zip(live, decoded, strict=True):
+                action = self.action_format.parse(reply)
+                ok = action is not None and is_admissible(action, slot.info.get("admissible_actions"))
+                env_actions.append(action if action is not None else "")
+                valid.append(ok)
+
+            t0 = time.perf_counter()
+            outcomes = self.pool.step([s.index for s in live], env_actions)
+            result.env_seconds += time.perf_counter() - t0
+            result.env_steps += len(live)
+
+            still_live = []
+            for slot, prompt, gen, reply, action, ok, outcome in zip(
+                    live, prompts, gens, decoded, env_actions, valid, outcomes, strict=True):
+                obs, env_reward, terminated, truncated, info = outcome
+                turn_number = len(slot.trajectory.turns) + 1
+                if max_turns is not None and turn_number >= max_turns and not terminated:
+                    truncated = True
+                reward = float(env_reward) - (0.0 if ok else self.config.invalid_action_penalty)
+                turn = Turn(
+                    prompt_ids=prompt.ids, action_ids=list(gen.token_ids),
+                    rollout_logprobs=list(gen.logprobs), prompt_text=prompt.text, reply_text=reply,
+                    action=action, observation=slot.observation, reward=reward,
+                    env_reward=float(env_reward), terminated=bool(terminated),
+                    truncated=bool(truncated), valid=ok,
+                    info={k: info[k] for k in INFO_KEYS_KEPT if k in info},
+                    allowed=gen.allowed,
+                )
+                slot.trajectory.turns.append(turn)
+                result.turns += 1
+                slot.history.append(HistoryEntry(slot.observation, action if ok else f"{action or reply[:80]} (invalid)"))
+                slot.observation, slot.info = obs, info
+                if terminated or truncated:
+                    traj = slot.trajectory
+                    traj.won = bool(info.get("won", False))
+                    traj.score = float(info.get("score", 1.0 if traj.won else 0.0))
+                    if not terminated:
+                        traj.bootstrap_prompt_ids = self._prompt(slot).ids
+                else:
+                    still_live.append(slot)
+            live = still_live
+        return result
+
+    def _prompt(self, slot: _Slot):
+        step = len(slot.trajectory.turns) + 1
+        return self.prompts.build(slot.trajectory.task, slot.history, slot.observation,
+                                  slot.info.get("admissible_actions"), step)
+
+
+def _fit_budget(params: SamplingParams, cursors: Sequence[TrieCursor | None] | None) -> SamplingParams:
+    """With constrained decoding the token budget must fit the longest admissible action."""
+    longest = max((c.max_length for c in cursors or () if c is not None), default=0)
+    if longest <= params.max_new_tokens:
+        return params
+    return SamplingParams(params.temperature, params.top_p, longest)

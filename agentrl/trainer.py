@@ -1,0 +1,273 @@
+"""The training loop: rollout -> algorithm update -> metrics, with checkpoints and resume.
+
+One iteration draws ``rollout.tasks_per_iteration`` task seeds (deterministic in the run seed
+and the iteration number), plays each ``algorithm.rollouts_per_task()`` times, hands the
+trajectories to the algorithm, pushes the new weights to the generation backend and writes one
+JSON line of metrics. Everything a run produces goes to its run directory::
+
+    config.yaml          the resolved configuration
+    metrics.jsonl        one record per iteration (and eval records)
+    samples/             a few trajectories per iteration, as text, with V/Q/advantages
+    eval/                evaluation trajectories (value traces for reports)
+    checkpoints/iter_N/  save_pretrained model + tokenizer + value-token ids + trainer state
+    summary.json         the final numbers
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from agentrl.algorithms import Algorithm, get_algorithm
+from agentrl.build import env_factory, load_for_training, make_backend, make_engine
+from agentrl.config import RunConfig, save_yaml
+from agentrl.distributed import is_main, rank, world_size
+from agentrl.envs import r_max as env_r_max
+from agentrl.errors import UserError
+from agentrl.evaluation import episode_metrics, evaluate
+from agentrl.metrics import MetricsLog, PhaseTimer, count_parameters, peak_memory, reset_peak_memory
+from agentrl.policy import Policy
+from agentrl.rollout import RolloutEngine, Task
+from agentrl.trajectory import Trajectory
+from agentrl.value_tokens import ValueTokens
+
+STATE_FILE = "trainer_state.pt"
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def default_run_dir(config: RunConfig) -> Path:
+    env = config.env.id.split("/")[-1].lower()
+    return Path("runs") / f"{config.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    pointer = run_dir / "checkpoints" / "latest"
+    if pointer.exists():
+        folder = run_dir / "checkpoints" / pointer.read_text().strip()
+        if (folder / STATE_FILE).exists():
+            return folder
+    return None
+
+
+def task_seeds(run_seed: int, iteration: int, count: int) -> list[int]:
+    rng = random.Random(f"agentrl-tasks-{run_seed}-{iteration}")
+    return [rng.randrange(2**31) for _ in range(count)]
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    history: list[dict[str, Any]] = field(default_factory=list)
+    final_eval: dict[str, float] | None = None
+
+
+class Trainer:
+    def __init__(self, config: RunConfig, resume: bool = False):
+        self.config = config
+        algo_cls: type[Algorithm] = get_algorithm(config.algo)
+        self.run_dir = Path(config.train.run_dir) if config.train.run_dir else default_run_dir(config)
+        self.metrics_log = MetricsLog(self.run_dir / "metrics.jsonl")
+        checkpoint = latest_checkpoint(self.run_dir) if resume else None
+        if resume and checkpoint is None:
+            raise UserError(f"Cannot resume: no checkpoint in '{self.run_dir}'.")
+        if not resume and self.metrics_log.path.exists() and self.metrics_log.read():
+            raise UserError(f"Run directory '{self.run_dir}' already holds a run; pass --resume to continue it or choose another run_dir.")
+        seed_everything(config.train.seed + rank())
+
+        factory = env_factory(config.env, "train")
+        probe = factory()
+        self.r_max = env_r_max(probe)
+        probe.close()
+
+        loaded = load_for_training(config.model, algo_cls.reads_values, seed=config.train.seed)
+        self.tokenizer = loaded.tokenizer
+        self.value_tokens: ValueTokens | None = loaded.value_tokens
+        self.policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, config.rollout.temperature)
+        self.algorithm = algo_cls(config.algorithm, self.policy, self.r_max, seed=config.train.seed)
+        self.start_iteration = 0
+        self.env_steps = 0
+        self.trajectories_seen = 0
+        self.wall_time = 0.0
+        if checkpoint is not None:
+            self._restore(checkpoint)
+        self.backend = make_backend(self.policy, config.rollout, seed=config.train.seed + 7919 * (self.start_iteration + 1) + rank())
+        self.engine: RolloutEngine = make_engine(self.policy, self.backend, config.rollout, factory)
+        self._eval_engine: RolloutEngine | None = None
+        if is_main():
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            save_yaml(config, self.run_dir / "config.yaml")
+
+    # --- the loop ----------------------------------------------------------------------------------
+    def train(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+        result = RunResult(self.run_dir)
+        cfg = self.config.train
+        for iteration in range(self.start_iteration + 1, cfg.iterations + 1):
+            record = self.iteration(iteration)
+            if cfg.eval_episodes and cfg.eval_every and iteration % cfg.eval_every == 0 and iteration != cfg.iterations:
+                record.update(self.run_eval(iteration))
+            if iteration == cfg.iterations and cfg.eval_episodes:
+                result.final_eval = self.run_eval(iteration)
+                record.update(result.final_eval)
+            if is_main():
+                self.metrics_log.write(record)
+            result.history.append(record)
+            if on_iteration is not None:
+                on_iteration(record)
+            if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
+                self.save_checkpoint(iteration)
+        if is_main():
+            summary = {"iterations": cfg.iterations, "run_dir": str(self.run_dir),
+                       "final_eval": result.final_eval,
+                       "last": result.history[-1] if result.history else None}
+            (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        return result
+
+    def iteration(self, iteration: int) -> dict[str, Any]:
+        cfg = self.config
+        timer = PhaseTimer()
+        reset_peak_memory()
+        start = time.perf_counter()
+        k = self.algorithm.rollouts_per_task()
+        seeds = task_seeds(cfg.train.seed, iteration, cfg.rollout.tasks_per_iteration)
+        tasks = [Task(seed=s, group=g) for g, s in enumerate(seeds) for _ in range(k)]
+        tasks = tasks[rank()::world_size()] if world_size() > 1 else tasks
+        with timer.phase("rollout"):
+            rollout = self.engine.run(tasks)
+        trajectories = rollout.trajectories
+        algo_metrics = self.algorithm.update(trajectories, timer)
+        with timer.phase("weight_sync"):
+            self.backend.sync_weights()
+        elapsed = time.perf_counter() - start
+        self.env_steps += rollout.env_steps
+        self.trajectories_seen += len(trajectories)
+        self.wall_time += elapsed
+        record: dict[str, Any] = {
+            "iteration": iteration,
+            "env_steps": self.env_steps,
+            "trajectories": self.trajectories_seen,
+            "wall_time": self.wall_time,
+        }
+        record.update(episode_metrics(trajectories, "rollout"))
+        record.update(algo_metrics)
+        record.update(timer.metrics())
+        record["time/iteration"] = elapsed
+        record["time/env"] = rollout.env_seconds
+        record["time/generate"] = rollout.generate_seconds
+        record["perf/generated_tokens"] = float(rollout.generated_tokens)
+        record["perf/tokens_per_s"] = rollout.generated_tokens / max(rollout.generate_seconds, 1e-9)
+        record["perf/env_steps_per_s"] = rollout.env_steps / max(timer.seconds["rollout"], 1e-9)
+        record.update(peak_memory())
+        record.update(timer.peaks)
+        record.update(count_parameters(*self.algorithm.modules()))
+        if is_main():
+            self._write_samples(iteration, trajectories)
+        return record
+
+    # --- evaluation ---------------------------------------------------------------------------------
+    @property
+    def eval_engine(self) -> RolloutEngine:
+        if self._eval_engine is None:
+            self._eval_engine = make_engine(self.policy, self.backend, self.config.rollout,
+                                            env_factory(self.config.env, "eval"))
+        return self._eval_engine
+
+    def run_eval(self, iteration: int) -> dict[str, float]:
+        cfg = self.config.train
+        start = time.perf_counter()
+        trajectories = evaluate(self.eval_engine, cfg.eval_episodes, cfg.eval_greedy)
+        self.algorithm.value_trace(trajectories)
+        metrics = episode_metrics(trajectories, "eval")
+        metrics["time/eval"] = time.perf_counter() - start
+        if is_main():
+            folder = self.run_dir / "eval"
+            folder.mkdir(parents=True, exist_ok=True)
+            with (folder / f"iter_{iteration:05d}.jsonl").open("w") as fh:
+                for traj in trajectories:
+                    fh.write(json.dumps(traj.to_json()) + "\n")
+        return metrics
+
+    # --- checkpoints --------------------------------------------------------------------------------
+    def save_checkpoint(self, iteration: int) -> Path | None:
+        if not is_main():
+            return None
+        root = self.run_dir / "checkpoints"
+        folder = root / f"iter_{iteration:05d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.policy.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        if self.value_tokens is not None:
+            self.value_tokens.save(folder)
+        self.algorithm.save_extra(folder)
+        torch.save({
+            "iteration": iteration,
+            "env_steps": self.env_steps,
+            "trajectories": self.trajectories_seen,
+            "wall_time": self.wall_time,
+            "algorithm": self.algorithm.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+        }, folder / STATE_FILE)
+        (root / "latest").write_text(folder.name + "\n")
+        keep = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("iter_"))
+        for old in keep[:-2]:
+            shutil.rmtree(old, ignore_errors=True)
+        return folder
+
+    def _restore(self, folder: Path) -> None:
+        from transformers import AutoModelForCausalLM
+
+        saved = ValueTokens.load(folder)
+        if saved != self.value_tokens:
+            raise UserError(f"Checkpoint '{folder}' reserved value tokens {saved} but the model now has {self.value_tokens}; resume with the same model.")
+        weights = AutoModelForCausalLM.from_pretrained(folder, dtype=next(self.policy.model.parameters()).dtype)
+        self.policy.model.load_state_dict(weights.state_dict())
+        del weights
+        state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.algorithm.load_extra(folder)
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+        self.start_iteration = int(state["iteration"])
+        self.env_steps = int(state["env_steps"])
+        self.trajectories_seen = int(state["trajectories"])
+        self.wall_time = float(state["wall_time"])
+        self.metrics_log.truncate_after(self.start_iteration)
+
+    def _write_samples(self, iteration: int, trajectories: list[Trajectory]) -> None:
+        count = self.config.train.samples_per_iteration
+        if count <= 0:
+            return
+        folder = self.run_dir / "samples"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"iter_{iteration:05d}.jsonl").open("w") as fh:
+            for traj in trajectories[:count]:
+                fh.write(json.dumps(traj.to_json()) + "\n")
+
+    def close(self) -> None:
+        self.engine.pool.close()
+        if self._eval_engine is not None:
+            self._eval_engine.pool.close()
+
+
+def train(config: RunConfig, resume: bool = False,
+          on_iteration: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+    """Public entry point: train with ``config`` and return the run's metrics."""
+    trainer = Trainer(config, resume=resume)
+    try:
+        return trainer.train(on_iteration)
+    finally:
+        trainer.close()
