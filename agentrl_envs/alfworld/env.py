@@ -1,0 +1,287 @@
+"""``agentrl/ALFWorld-v0``: ALFWorld's household tasks as a Gymnasium text env.
+
+The game runs on TextWorld's PDDL engine with ALFWorld's domain, grammar and wrappers (see
+``engine.py``), so observations and admissible commands read exactly as in ALFWorld. Games
+come from ALFWorld's official files when they are present (``data_path=`` or
+``$ALFWORLD_DATA``) and are generated otherwise (``generator.py``).
+
+Usage::
+
+    env = gymnasium.make("agentrl/ALFWorld-v0", split="train", scene="small", max_steps=30)
+    obs, info = env.reset(seed=3)  # game 3 of the train split, the same on every machine
+    obs, reward, terminated, truncated, info = env.step(info["admissible_actions"][0])
+    env.unwrapped.expert_action()  # the planner's next command from the current state
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from agentrl.envs import text_space
+from agentrl.errors import UserError
+
+from . import generator, official
+from .catalog import TASK_TYPES
+from .expert import IDLE_COMMAND, PlanFollower
+
+SYSTEM_PROMPT = (
+    "You are a household helper working in a home that you perceive only through text. "
+    "Rooms contain numbered furniture and appliances (countertop 1, drawer 2, fridge 1) that "
+    "hold numbered objects (apple 1, mug 2). You see what a receptacle holds only when you go "
+    "to it, and a closed one must be opened first. You can carry one object at a time: take "
+    "it from where it lies and move it to another receptacle. Clean things with a sinkbasin, "
+    "heat them with a microwave, cool them with a fridge, and use a lamp to look at something "
+    "under its light. Each turn, pick exactly one of the admissible actions, written exactly "
+    "as listed, and finish the task in as few steps as you can."
+)
+
+SOURCES = ("auto", "generated", "official")
+_SPACES = re.compile(r"\s+")
+
+
+@dataclass
+class _Game:
+    """The game being played: its tw-pddl dict and what the agent is told about it."""
+
+    key: str  # "generated/train/17" or the official file path
+    data: dict[str, Any]
+    task: str
+    task_type: str
+    walkthrough: list[str] | None  # planner commands from the initial state, when known
+
+
+class ALFWorldEnv(gym.Env):
+    """ALFWorld household tasks: reward ``success_reward`` when the goal holds, else 0.
+
+    Args:
+        split: ``train``, ``eval_seen`` or ``eval_unseen`` (ALFWorld's train, valid_seen and
+            valid_unseen for official files).
+        max_steps: episode length limit; reaching it truncates (50, as in the paper's setup).
+        success_reward: reward of the winning step; ``metadata["r_max"]`` follows it.
+        scene: knob preset for generated games, ``default`` (11-16 receptacles, 6-12
+            distractors) or ``small`` (4-6 receptacles, 2-4 distractors).
+        receptacles, distractors: override the preset, an int or an inclusive (min, max).
+        closed_prob: chance an openable receptacle starts closed (ALFWorld: 1.0).
+        task_types: restrict generated (or official) games to these of the six types.
+        source: ``auto`` (official files if found, else generated), ``generated``, ``official``.
+        data_path: folder with the official files (default ``$ALFWORLD_DATA``).
+        num_games: make the split finite: seed ``s`` plays game ``s % num_games``.
+    """
+
+    metadata: dict[str, Any] = {
+        "render_modes": ["ansi"],
+        "r_max": 10.0,
+        "system_prompt": SYSTEM_PROMPT,
+    }
+
+    def __init__(
+        self,
+        split: str = "train",
+        max_steps: int = 50,
+        success_reward: float = 10.0,
+        scene: str = "default",
+        receptacles: int | tuple[int, int] | None = None,
+        distractors: int | tuple[int, int] | None = None,
+        closed_prob: float | None = None,
+        task_types: str | tuple[str, ...] | list[str] | None = None,
+        source: str = "auto",
+        data_path: str | os.PathLike[str] | None = None,
+        num_games: int | None = None,
+        render_mode: str | None = None,
+    ):
+        for module in ("textworld", "alfworld", "fast_downward"):
+            if importlib.util.find_spec(module) is None:
+                raise UserError(
+                    "The ALFWorld env needs the alfworld extra: pip install 'agentrl[alfworld]' "
+                    f"(module {module} is missing)."
+                )
+        if split not in generator.SPLITS:
+            raise UserError(f"Unknown ALFWorld split '{split}'; choose one of {list(generator.SPLITS)}.")
+        if source not in SOURCES:
+            raise UserError(f"Unknown ALFWorld source '{source}'; choose one of {list(SOURCES)}.")
+        if max_steps < 1:
+            raise UserError(f"ALFWorld max_steps must be at least 1, not {max_steps}.")
+        if success_reward <= 0:
+            raise UserError(f"ALFWorld success_reward must be positive, not {success_reward}.")
+        if num_games is not None and num_games < 1:
+            raise UserError(f"ALFWorld num_games must be at least 1, not {num_games}.")
+        self.split = split
+        self.max_steps = max_steps
+        self.success_reward = float(success_reward)
+        self.num_games = num_games
+        self.render_mode = render_mode
+        self.config = generator.resolve_config(
+            scene, receptacles=receptacles, distractors=distractors, closed_prob=closed_prob,
+            task_types=task_types,
+        )
+        self.metadata = {**type(self).metadata, "r_max": self.success_reward}
+        self.observation_space = text_space(16384)
+        self.action_space = text_space(512)
+
+        root = official.find_root(data_path) if source != "generated" else None
+        if source == "official" and root is None:
+            where = data_path or os.environ.get("ALFWORLD_DATA") or "$ALFWORLD_DATA (unset)"
+            raise UserError(f"No official ALFWorld games found under {where}; run alfworld-download or use source='generated'.")
+        if root is not None and (data_path is not None or source == "official"):
+            if not official.list_games(root, split):
+                raise UserError(f"No official ALFWorld games of split '{split}' under {root}.")
+        self._official: tuple[official.OfficialGame, ...] = ()
+        if root is not None:
+            wanted = set(self.config.task_types)
+            self._official = tuple(g for g in official.list_games(root, split) if g.task_type in wanted)
+        self.source = "official" if self._official else "generated"
+
+        self._tw: Any = None  # the TextWorld env, made on first reset (it loads a 30 MB library)
+        self._expert: PlanFollower | None = None
+        self._accepted: OrderedDict[int, _Game] = OrderedDict()  # game index -> checked game
+        self._game: _Game | None = None
+        self._loaded_key: str | None = None
+        self._state: Any = None
+        self._steps = 0
+        self._won = False
+        self._last_obs = ""
+
+    # --- contract ---------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        index = seed if seed is not None else int(self.np_random.integers(2**31 - 1))
+        if index < 0:
+            raise UserError(f"ALFWorld seeds select games and must be >= 0, not {index}.")
+        if self.num_games is not None:
+            index %= self.num_games
+        self._ensure_engine()
+        game = self._accepted.get(index)
+        if game is None:
+            game = self._find_official(index) if self.source == "official" else self._generate(index)
+            self._accepted[index] = game
+            while len(self._accepted) > 256:
+                self._accepted.popitem(last=False)
+        elif self._loaded_key != game.key:
+            self._load(game)
+            self._state = self._tw.reset()
+        else:
+            self._state = self._tw.reset()
+        self._game = game
+        assert self._expert is not None
+        self._expert.start(game.walkthrough)
+        self._steps = 0
+        self._won = False
+        self._last_obs = self._state.feedback
+        return self._last_obs, self._info()
+
+    def step(self, action: str):
+        if self._game is None:
+            raise RuntimeError("call reset() before step()")
+        command = _SPACES.sub(" ", action).strip().lower()
+        accepted = command in self._state["admissible_commands"]
+        self._state, _, _ = self._tw.step(command)
+        self._steps += 1
+        assert self._expert is not None
+        self._expert.observe(command, accepted)
+        won = bool(self._state["won"])
+        reward = self.success_reward if won and not self._won else 0.0
+        self._won = self._won or won
+        terminated = self._won
+        truncated = not terminated and self._steps >= self.max_steps
+        self._last_obs = self._state.feedback
+        return self._last_obs, reward, terminated, truncated, self._info()
+
+    def render(self) -> str | None:
+        return self._last_obs if self.render_mode == "ansi" else None
+
+    def close(self) -> None:
+        self._tw = None
+        super().close()
+
+    # --- expert ------------------------------------------------------------------------------
+    def expert_action(self) -> str:
+        """The planner's next command from the current state (``look`` once the game is won)."""
+        if self._game is None or self._expert is None:
+            raise RuntimeError("call reset() before expert_action()")
+        if self._won:
+            return IDLE_COMMAND
+        return self._expert.next_command()
+
+    @property
+    def walkthrough(self) -> list[str]:
+        """The planner's solution from the current game's initial state."""
+        if self._game is None:
+            raise RuntimeError("call reset() first")
+        if self._game.walkthrough is None:
+            if self._steps:  # replan from the start without disturbing the episode
+                raise RuntimeError("the walkthrough of an official game is known after reset only")
+            self._game.walkthrough = self._tw.plan()
+        return list(self._game.walkthrough)
+
+    def game_data(self) -> dict[str, Any]:
+        """The current game as a ``game.tw-pddl`` dict (with its walkthrough when known)."""
+        if self._game is None:
+            raise RuntimeError("call reset() first")
+        return dict(self._game.data)
+
+    # --- internals -------------------------------------------------------------------------
+    def _ensure_engine(self) -> None:
+        if self._tw is None:
+            from .engine import make_textworld_env
+
+            self._tw = make_textworld_env()
+            self._expert = PlanFollower(self._tw.plan)
+
+    def _load(self, game: _Game) -> None:
+        self._tw.load(game.data if game.key.startswith("generated/") else game.key)
+        self._loaded_key = game.key
+
+    def _generate(self, index: int) -> _Game:
+        """The first candidate for this index that is not won at the start and has a plan."""
+        for spec in generator.iter_candidates(self.split, index, self.config):
+            data = spec.game_data()
+            game = _Game(f"generated/{self.split}/{index}", data, spec.goal, spec.task_type, None)
+            self._load(game)
+            self._state = self._tw.reset()
+            if self._state["won"]:
+                continue
+            plan = self._tw.plan()  # from the initial state: the game's walkthrough
+            if not plan:
+                continue
+            data["solvable"], data["walkthrough"] = True, plan
+            game.walkthrough = list(plan)
+            return game
+        raise AssertionError("iter_candidates ends by raising")  # pragma: no cover
+
+    def _find_official(self, index: int) -> _Game:
+        """Official game ``index`` (mod the split size), skipping files marked unsolvable."""
+        games = self._official
+        for offset in range(len(games)):
+            entry = games[(index + offset) % len(games)]
+            data = official.read_game(entry.path)
+            if data.get("solvable") is False:
+                continue
+            game = _Game(str(entry.path), data, "", entry.task_type, None)
+            self._tw.load(str(entry.path))
+            self._loaded_key = game.key
+            self._state = self._tw.reset()
+            game.task = official.task_sentence(self._state.feedback)
+            return game
+        raise UserError(f"Every official ALFWorld game of split '{self.split}' is marked unsolvable.")
+
+    def _info(self) -> dict[str, Any]:
+        assert self._game is not None
+        return {
+            "task": self._game.task,
+            "task_type": self._game.task_type,
+            "admissible_actions": list(self._state["admissible_commands"]),
+            "won": self._won,
+            "score": 1.0 if self._won else 0.0,
+            "game": self._game.key,
+            "steps": self._steps,
+        }
+
+
+__all__ = ["ALFWorldEnv", "SYSTEM_PROMPT", "TASK_TYPES"]
