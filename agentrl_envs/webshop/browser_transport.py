@@ -52,6 +52,9 @@ CHROMIUM_FLAGS = (
     "--proxy-server=http://127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 )
 
+_CRASH_SIGNS = ("not reachable", "disconnected", "crash", "invalid session", "no such window",
+                "session deleted", "target window already closed")
+
 _CLICK_JS = """
 const el = document.querySelectorAll(arguments[0])[arguments[1]];
 if (!el) { return null; }
@@ -117,10 +120,10 @@ def _reaper_wrapper(chromedriver: str) -> Path:
         return script
 
 
-def _process_tree(root: int) -> list[tuple[int, str]]:
-    """``(pid, name)`` of ``root`` and everything below it (from /proc)."""
-    parents: dict[int, list[int]] = {}
-    names: dict[int, str] = {}
+def _process_tree(root: int) -> list[tuple[int, int, str]]:
+    """``(pid, parent pid, name)`` of ``root`` and everything below it (from /proc)."""
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[int, str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -128,15 +131,15 @@ def _process_tree(root: int) -> list[tuple[int, str]]:
             raw = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        pid = int(entry)
-        names[pid] = raw[raw.find("(") + 1:raw.rfind(")")]
-        parents.setdefault(int(raw[raw.rfind(")") + 2:].split()[1]), []).append(pid)
+        pid, parent = int(entry), int(raw[raw.rfind(")") + 2:].split()[1])
+        info[pid] = (parent, raw[raw.find("(") + 1:raw.rfind(")")])
+        children.setdefault(parent, []).append(pid)
     out, todo = [], [root]
     while todo:
         pid = todo.pop()
-        if pid in names:
-            out.append((pid, names[pid]))
-        todo.extend(parents.get(pid, []))
+        if pid in info:
+            out.append((pid, *info[pid]))
+        todo.extend(children.get(pid, []))
     return out
 
 
@@ -213,16 +216,19 @@ class BrowserTransport:
         self.start()
 
     def pids(self) -> dict[str, list[int]]:
-        """The processes of this browser by role (reaper, chromedriver, chromium): for tests."""
+        """This browser's processes by role, for tests: ``reaper``, ``chromedriver``,
+        ``chromium`` (the browser's main process) and ``helpers`` (renderers, GPU, ...)."""
         process = getattr(self._service, "process", None)
         if process is None:
             return {}
-        out: dict[str, list[int]] = {"reaper": [process.pid], "chromedriver": [], "chromium": []}
-        for pid, name in _process_tree(process.pid):
-            if name == "chromedriver":
-                out["chromedriver"].append(pid)
-            elif pid != process.pid:
-                out["chromium"].append(pid)
+        tree = _process_tree(process.pid)
+        drivers = [pid for pid, parent, name in tree if name == "chromedriver"]
+        out: dict[str, list[int]] = {"reaper": [process.pid], "chromedriver": drivers,
+                                     "chromium": [], "helpers": []}
+        for pid, parent, _name in tree:
+            if pid == process.pid or pid in drivers:
+                continue
+            out["chromium" if parent in drivers else "helpers"].append(pid)
         return out
 
     # --- actions --------------------------------------------------------------------------------
@@ -256,19 +262,19 @@ class BrowserTransport:
         return self._driver
 
     def _guarded(self, call):
+        from selenium.common.exceptions import WebDriverException
+
         try:
             return call()
         except ForeignUrlError:
             raise
-        except Exception as exc:
-            if self._driver_dead():
-                raise BrowserCrashed(f"the browser's driver is gone ({_short(exc)})") from exc
+        except WebDriverException as exc:
             message = _short(exc)
-            if any(s in message.lower() for s in ("not reachable", "disconnected", "crash",
-                                                  "invalid session", "no such window",
-                                                  "connection refused", "max retries")):
+            if self._driver_dead() or any(s in message.lower() for s in _CRASH_SIGNS):
                 raise BrowserCrashed(f"the browser stopped answering ({message})") from exc
             raise TransportError(f"the browser failed: {message}") from exc
+        except Exception as exc:  # the driver's HTTP link broke: connection refused, reset...
+            raise BrowserCrashed(f"the browser's driver is gone ({_short(exc)})") from exc
 
     def _driver_dead(self) -> bool:
         process = getattr(self._service, "process", None)

@@ -9,20 +9,20 @@ helper processes are orphaned. An orphan is adopted by PID 1, and on many contai
 reaps, so dead helpers stay as zombies. This process declares itself a *child subreaper*
 (``prctl(PR_SET_CHILD_SUBREAPER)``), so orphans below it are adopted by it instead; it reaps them
 as they exit, and when chromedriver exits it kills whatever is left below it, reaps it, and
-exits too. It also asks the kernel to send it SIGTERM if its parent (the Python process that
-owns the env) dies, so a killed trainer leaves no browser behind either.
+exits too. It also watches its parent (the Python process that owns the env): if that process
+dies without closing the browser, the browser is stopped all the same, so a killed trainer
+leaves nothing behind. (The kernel's parent-death signal is not used: it fires when the parent
+*thread* ends, which would kill a browser started from a short-lived worker thread.)
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 import signal
 import sys
 import time
 
-PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -68,35 +68,40 @@ def main(argv: list[str]) -> int:
         return 2
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     parent = os.getppid()
-
     driver = os.posix_spawn(argv[1], argv[1:], os.environ)
+    stop_by: list[float] = []  # when chromedriver must be gone after a stop request
 
-    def forward(signum: int, _frame: object) -> None:
-        try:
-            os.kill(driver, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    def request_stop(_signum: int = signal.SIGTERM, _frame: object = None) -> None:
+        if not stop_by:
+            stop_by.append(time.monotonic() + 5.0)
+            try:
+                os.kill(driver, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    if os.getppid() != parent:  # the parent died before PDEATHSIG was armed
-        forward(signal.SIGTERM, None)
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
 
     code = 1
     while True:
         try:
-            pid, status = os.waitpid(-1, 0)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             break
-        except OSError as exc:  # EINTR is retried by Python; anything else: give up waiting
-            if exc.errno != errno.EINTR:
-                break
-            continue
         if pid == driver:
             code = os.waitstatus_to_exitcode(status)
             break
+        if pid != 0:
+            continue  # an adopted orphan, now reaped
+        if os.getppid() != parent:  # the owner died without closing the browser
+            request_stop()
+        if stop_by and time.monotonic() > stop_by[0]:
+            try:
+                os.kill(driver, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
 
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:  # repeat: a helper may fork while we are killing
