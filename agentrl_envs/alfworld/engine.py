@@ -2,14 +2,14 @@
 
 ALFWorld plays its games with ``textworld.envs.PddlEnv`` wrapped by its ``AlfredDemangler``
 (which names ``Tomato_bar_1`` "tomato 1") and ``AlfredInfos``. We keep exactly that stack, so
-observations and admissible commands are ALFWorld's, and change three things that cost time
+observations and admissible commands are ALFWorld's, and change what costs time
 without changing any text:
 
 * The grammar is parsed once per process (``PddlEnv`` parses it on every load, ~0.2 s). A game's
   grammar differs from the shipped one only in its task sentence, which is a plain terminal,
   so we parse the shared part once and put the sentence into the introduction afterwards.
-* ``load`` builds the planner state and the first ``reset`` after it reuses that state instead
-  of translating the PDDL problem a second time.
+* The PDDL problem is translated for the planner once per ``load``; ``reset`` reloads that
+  translation instead of translating the problem again (~0.1-1 s per reset).
 * ``PddlEnv`` derives every applicable action's command text through the grammar on every step
   (most of a step's ~30 ms). ALFWorld's command templates only read facts that never change
   (which receptacle stands where), so the text of an action is memoised per game.
@@ -121,7 +121,7 @@ class SharedEntityInfo(EntityInfo):
 
 
 class FastPddlEnv(PddlEnv):
-    """``PddlEnv`` with the three speed-ups of this module; same observations and commands."""
+    """``PddlEnv`` with the speed-ups of this module; same observations and commands."""
 
     def load(self, filename_or_data: str | Mapping[str, Any]) -> None:
         if isinstance(filename_or_data, Mapping):
@@ -137,6 +137,7 @@ class FastPddlEnv(PddlEnv):
         self._logic = game_logic(data["pddl_domain"], base)
         self._command_memo: dict[tuple[str, tuple[str, ...]], str] = {}
         self._pddl_state = self._new_state()
+        self._initial_facts = list(self._pddl_state.facts)
         self._state_is_fresh = True
         self._entity_infos = self._get_entity_infos()
 
@@ -166,9 +167,22 @@ class FastPddlEnv(PddlEnv):
             "entity_infos": self._entity_infos,
         }
 
+    def _rewind(self) -> None:
+        """Put the loaded game back in its initial state without translating it again.
+
+        The planner library reloads the translated task (its initial state included) and the
+        Python-side facts are restored from the copy taken at load time.
+        """
+        state = self._pddl_state
+        self.downward_lib.load_sas(state.sas.encode("utf-8"))
+        self.downward_lib.load_sas_replan(state.sas_replan.encode("utf-8"))
+        for fact in list(state.facts):
+            state.remove_fact(fact)
+        state.add_facts(self._initial_facts)
+
     def reset(self) -> GameState:
         if not self._state_is_fresh:
-            self._pddl_state = self._new_state()
+            self._rewind()
         self._state_is_fresh = False
         self.prev_state = None
         self.state = GameState()

@@ -20,6 +20,7 @@ import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -55,6 +56,8 @@ class _Game:
     task: str
     task_type: str
     walkthrough: list[str] | None  # planner commands from the initial state, when known
+    object_type: str = ""  # the goal's object and receptacle (or lamp) types, when generated
+    target_type: str = ""
 
 
 class ALFWorldEnv(gym.Env):
@@ -209,6 +212,14 @@ class ALFWorldEnv(gym.Env):
             return IDLE_COMMAND
         return self._expert.next_command()
 
+    def expert_plan(self) -> list[str]:
+        """The expert's commands from the current state to the goal ([] once won)."""
+        if self._won:
+            return []
+        self.expert_action()  # makes sure a plan from the current state is held
+        assert self._expert is not None and self._expert.remaining is not None
+        return self._expert.remaining
+
     @property
     def walkthrough(self) -> list[str]:
         """The planner's solution from the current game's initial state."""
@@ -224,7 +235,18 @@ class ALFWorldEnv(gym.Env):
         """The current game as a ``game.tw-pddl`` dict (with its walkthrough when known)."""
         if self._game is None:
             raise RuntimeError("call reset() first")
+        if not self._game.data:  # official games are read from their file when needed
+            return official.read_game(Path(self._game.key))
         return dict(self._game.data)
+
+    @property
+    def game_info(self) -> dict[str, str]:
+        """The current game's id, task type, goal sentence and goal object/target types."""
+        if self._game is None:
+            raise RuntimeError("call reset() first")
+        g = self._game
+        return {"game": g.key, "task_type": g.task_type, "task": g.task,
+                "object_type": g.object_type, "target_type": g.target_type}
 
     # --- internals -------------------------------------------------------------------------
     def _ensure_engine(self) -> None:
@@ -242,7 +264,10 @@ class ALFWorldEnv(gym.Env):
         """The first candidate for this index that is not won at the start and has a plan."""
         for spec in generator.iter_candidates(self.split, index, self.config):
             data = spec.game_data()
-            game = _Game(f"generated/{self.split}/{index}", data, spec.goal, spec.task_type, None)
+            game = _Game(
+                f"generated/{self.split}/{index}", data, spec.goal, spec.task_type, None,
+                spec.object_type, spec.target_type,
+            )
             self._load(game)
             self._state = self._tw.reset()
             if self._state["won"]:
@@ -263,8 +288,8 @@ class ALFWorldEnv(gym.Env):
             data = official.read_game(entry.path)
             if data.get("solvable") is False:
                 continue
-            game = _Game(str(entry.path), data, "", entry.task_type, None)
-            self._tw.load(str(entry.path))
+            game = _Game(str(entry.path), {}, "", entry.task_type, None)
+            self._tw.load(data)
             self._loaded_key = game.key
             self._state = self._tw.reset()
             game.task = official.task_sentence(self._state.feedback)

@@ -110,7 +110,7 @@ def write_game(
     official_type = GOAL_LIBRARY_KEY[task_type]
     is_look = task_type == "look_at_obj_in_light"
     receptacle = "" if is_look else target_type
-    folder_name = f"{official_type}-{object_type}-None-{receptacle or target_type}-{index}"
+    folder_name = f"{official_type}-{object_type}-None-{target_type}-{index}"
     trial = root / "json_2.1.1" / SPLIT_DIRS[split] / folder_name / f"trial_agentrl_{index:06d}"
     trial.mkdir(parents=True, exist_ok=True)
     (trial / GAME_FILE).write_text(json.dumps(game))
