@@ -121,6 +121,12 @@ class TrieCursor:
             self.finished = True
 
 
+def token_budget(max_new_tokens: int, cursors: Sequence[TrieCursor | None] | None) -> int:
+    """A constrained reply must be able to finish: the budget grows to the longest allowed one."""
+    longest = max((c.max_length for c in cursors or () if c is not None), default=0)
+    return max(max_new_tokens, longest)
+
+
 def bracket_tokens(tokenizer) -> frozenset[int]:
     """Ids whose text contains ``]``, plus every special token: banned inside free text."""
     banned = set(tokenizer.all_special_ids)

@@ -22,7 +22,7 @@ import gymnasium as gym
 
 from agentrl.action_format import ActionFormat
 from agentrl.backends.base import GenerationBackend, SamplingParams
-from agentrl.constrained import ConstraintBuilder, TrieCursor
+from agentrl.constrained import ConstraintBuilder
 from agentrl.envs import is_admissible
 from agentrl.prompting import HistoryEntry, PromptBuilder
 from agentrl.trajectory import Trajectory, Turn
@@ -142,7 +142,7 @@ class RolloutEngine:
             result.prompt_seconds += time.perf_counter() - t0
 
             t0 = time.perf_counter()
-            gens = self.backend.generate([p.ids for p in prompts], _fit_budget(params, cursors), cursors)
+            gens = self.backend.generate([p.ids for p in prompts], params, cursors)
             result.generate_seconds += time.perf_counter() - t0
             result.generated_tokens += sum(len(g.token_ids) for g in gens)
 
@@ -199,10 +199,3 @@ class RolloutEngine:
         return self.prompts.build(slot.trajectory.task, slot.history, slot.observation,
                                   slot.info.get("admissible_actions"), step)
 
-
-def _fit_budget(params: SamplingParams, cursors: Sequence[TrieCursor | None] | None) -> SamplingParams:
-    """With constrained decoding the token budget must fit the longest admissible action."""
-    longest = max((c.max_length for c in cursors or () if c is not None), default=0)
-    if longest <= params.max_new_tokens:
-        return params
-    return SamplingParams(params.temperature, params.top_p, longest)

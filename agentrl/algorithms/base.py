@@ -252,23 +252,13 @@ class ClippedPolicyGradient(Algorithm, ABC):
                     idx = [minibatch[j] for j in micro]
                     scores = self.policy.score([batch.items[i] for i in idx], entropy=True,
                                                values=self.reads_values)
-                    logp = scores.logprobs
                     old = torch.cat([old_logprobs[i] for i in idx]).to(device)
                     adv = torch.cat([token_advantages[i] for i in idx]).to(device)
-                    pg, clipped = clipped_surrogate(logp, old, adv, cfg.clip_eps)
-                    loss = pg.sum() / tokens_total
-                    log_ratio = (logp - old).detach()
-                    sums["loss/policy"] += float(pg.detach().sum())
-                    sums["policy/clip_fraction"] += float(clipped.sum())
-                    sums["policy/approx_kl"] += float((log_ratio.exp() - 1 - log_ratio).sum())
-                    sums["policy/entropy"] += float(scores.entropy.detach().sum())
-                    if ref_logprobs is not None:
-                        ref = torch.cat([ref_logprobs[i] for i in idx]).to(device)
-                        kl = k3_kl(logp, ref)
-                        loss = loss + cfg.kl_coef * kl.sum() / tokens_total
-                        sums["policy/kl_ref"] += float(kl.detach().sum())
-                    if cfg.entropy_coef:
-                        loss = loss - cfg.entropy_coef * scores.entropy.sum() / tokens_total
+                    ref = None if ref_logprobs is None else torch.cat([ref_logprobs[i] for i in idx]).to(device)
+                    loss, terms = clipped_policy_loss(scores.logprobs, old, adv, ref, scores.entropy,
+                                                      tokens_total, cfg)
+                    for key, value in terms.items():
+                        sums[key] += value
                     if extra_loss is not None:
                         extra, extra_sums = extra_loss(scores, idx, turns_total)
                         loss = loss + extra
@@ -309,3 +299,28 @@ def logprob_gap(batch: TurnBatch, old_logprobs: Sequence[torch.Tensor]) -> float
         total += float((torch.tensor(turn.rollout_logprobs) - old).abs().sum())
         count += len(old)
     return total / count if count else float("nan")
+
+
+def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,
+                        ref_logp: torch.Tensor | None, entropy: torch.Tensor | None,
+                        tokens_total: float, cfg: AlgoConfig) -> tuple[torch.Tensor, dict[str, float]]:
+    """The token part of the loss for one micro-batch: ``sum(surrogate + beta * KL - c_H * H)``
+    divided by the minibatch's token count ``tokens_total`` (so it is a token mean over the
+    minibatch once every micro-batch is added). Also returns the per-token sums for logging."""
+    pg, clipped = clipped_surrogate(logp, old_logp, advantages, cfg.clip_eps)
+    loss = pg.sum() / tokens_total
+    log_ratio = (logp - old_logp).detach()
+    sums = {
+        "loss/policy": float(pg.detach().sum()),
+        "policy/clip_fraction": float(clipped.sum()),
+        "policy/approx_kl": float((log_ratio.exp() - 1 - log_ratio).sum()),
+    }
+    if entropy is not None:
+        sums["policy/entropy"] = float(entropy.detach().sum())
+        if cfg.entropy_coef:
+            loss = loss - cfg.entropy_coef * entropy.sum() / tokens_total
+    if ref_logp is not None:
+        kl = k3_kl(logp, ref_logp)
+        sums["policy/kl_ref"] = float(kl.detach().sum())
+        loss = loss + cfg.kl_coef * kl.sum() / tokens_total
+    return loss, sums

@@ -92,13 +92,8 @@ class SAPO(ClippedPolicyGradient):
         v_old_turns, q_old_turns = v_old[:n], q_old[:n]
 
         def value_losses(scores: Scores, idx: list[int], turns_total: float):
-            device = scores.pre.device
-            v_new = squash(scores.pre, cfg.value_squash)
-            q_new = squash(scores.post, cfg.value_squash)
-            lv = clipped_value_loss(v_new, v_old_turns[idx].to(device), v_target[idx].to(device), cfg.value_clip)
-            lq = clipped_value_loss(q_new, q_old_turns[idx].to(device), q_target[idx].to(device), cfg.value_clip)
-            loss = (cfg.value_coef * lv.sum() + cfg.q_coef * lq.sum()) / turns_total
-            return loss, {"loss/value_v": float(lv.detach().sum()), "loss/value_q": float(lq.detach().sum())}
+            return sapo_value_loss(scores.pre, scores.post, v_old_turns[idx], q_old_turns[idx],
+                                   v_target[idx], q_target[idx], turns_total, cfg)
 
         with timer.phase("actor_update"):
             metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv, value_losses)
@@ -111,3 +106,20 @@ class SAPO(ClippedPolicyGradient):
             "adv/std": float(raw_adv.std(unbiased=False)) if n else 0.0,
         })
         return metrics
+
+
+def sapo_value_loss(d_pre: torch.Tensor, d_post: torch.Tensor, v_old: torch.Tensor,
+                    q_old: torch.Tensor, v_target: torch.Tensor, q_target: torch.Tensor,
+                    turns_total: float, cfg: SAPOConfig) -> tuple[torch.Tensor, dict[str, float]]:
+    """``(c_V * sum L_V + c_Q * sum L_Q) / turns_total`` for one micro-batch of turns.
+
+    Each turn contributes one V term and one Q term whatever its number of action tokens:
+    the value losses are averaged over turns, not tokens (SAPO.md). Inputs in units of R_max.
+    """
+    device = d_pre.device
+    v_new = squash(d_pre, cfg.value_squash)
+    q_new = squash(d_post, cfg.value_squash)
+    lv = clipped_value_loss(v_new, v_old.to(device), v_target.to(device), cfg.value_clip)
+    lq = clipped_value_loss(q_new, q_old.to(device), q_target.to(device), cfg.value_clip)
+    loss = (cfg.value_coef * lv.sum() + cfg.q_coef * lq.sum()) / turns_total
+    return loss, {"loss/value_v": float(lv.detach().sum()), "loss/value_q": float(lq.detach().sum())}

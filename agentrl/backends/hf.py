@@ -18,7 +18,7 @@ import torch
 from transformers import PreTrainedModel
 
 from agentrl.backends.base import Generation, SamplingParams
-from agentrl.constrained import AllowedTokens, TrieCursor
+from agentrl.constrained import AllowedTokens, TrieCursor, token_budget
 
 
 class HFBackend:
@@ -59,6 +59,9 @@ class HFBackend:
 
     def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
                  cursors: Sequence[TrieCursor | None] | None = None) -> list[Generation]:
+        budget = token_budget(params.max_new_tokens, cursors)
+        if budget != params.max_new_tokens:
+            params = SamplingParams(params.temperature, params.top_p, budget)
         out: list[Generation] = []
         for start in range(0, len(prompts), self.max_batch_rows):
             end = start + self.max_batch_rows

@@ -115,7 +115,8 @@ def parse_action(action: str) -> tuple[str, str | None]:
 class WebShopEnv(gym.Env):
     """WebShop on a local store, through a headless browser or plain HTTP (see module doc)."""
 
-    metadata = {"render_modes": ["ansi"], "r_max": 10.0, "system_prompt": SYSTEM_PROMPT}
+    metadata = {"render_modes": ["ansi"], "render_fps": 4, "r_max": 10.0,
+                "system_prompt": SYSTEM_PROMPT}
 
     def __init__(self, config: WebShopConfig | None = None, render_mode: str | None = None,
                  **overrides: Any):

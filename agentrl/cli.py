@@ -1,0 +1,286 @@
+"""The ``agentrl`` command line (typer + rich).
+
+Every command turns a user mistake (unknown env or algorithm, bad model path, malformed
+``--set``, unreadable config) into one sentence on stderr and exit code 2; anything else is a bug
+and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from agentrl.errors import UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Train LLM agents with RL on multi-turn text envs: SAPO, PPO, GRPO.")
+console = Console()
+err_console = Console(stderr=True)
+
+EnvOpt = Annotated[str | None, typer.Option("--env", "-e", help="Env id or short name (keydoor, alfworld, webshop).")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Hub id, alias (Qwen2.5-7B), folder, .gguf file, 'embedded' (default) or 'tiny'.")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML file with the run's settings.")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a setting: section.key=value (repeatable).")]
+
+
+def user_errors(fn):
+    """Report :class:`UserError` as one sentence and exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+# --- run ------------------------------------------------------------------------------------------
+
+
+@app.command()
+@user_errors
+def run(
+    algo: Annotated[str, typer.Argument(help="Algorithm: sapo, ppo, grpo, or one registered by a plugin.")],
+    env: EnvOpt = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    iterations: Annotated[int | None, typer.Option(help="Training iterations (train.iterations).")] = None,
+    run_dir: Annotated[Path | None, typer.Option(help="Run directory (train.run_dir).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --run-dir from its last checkpoint.")] = False,
+) -> None:
+    """Train an agent with ALGO on an env."""
+    _quiet_libraries()
+    from agentrl.config import build_config
+    from agentrl.trainer import Trainer
+
+    overrides = list(set_ or [])
+    if iterations is not None:
+        overrides.append(f"train.iterations={iterations}")
+    if run_dir is not None:
+        overrides.append(f"train.run_dir={run_dir}")
+    cfg = build_config(algo=algo, env=env, model=model, config_path=config, overrides=overrides)
+    if resume and cfg.train.run_dir is None:
+        raise UserError("--resume needs the run directory: pass --run-dir (or train.run_dir).")
+    with console.status(f"loading {cfg.model.name} and {cfg.env.id} ..."):
+        trainer = Trainer(cfg, resume=resume)
+    console.print(f"[bold]{cfg.algo}[/] on [bold]{cfg.env.id}[/] with [bold]{cfg.model.name}[/] -> {trainer.run_dir}")
+    columns = [TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn()]
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("iterations", total=cfg.train.iterations, completed=trainer.start_iteration)
+
+            def on_iteration(record: dict[str, Any]) -> None:
+                progress.update(task, advance=1, description=(
+                    f"it {record['iteration']}  success {record.get('rollout/success_rate', 0):.2f}  "
+                    f"return {record.get('rollout/return', 0):.2f}"))
+
+            result = trainer.train(on_iteration)
+    finally:
+        trainer.close()
+    console.print(summary_table(cfg.algo, cfg.env.id, result.history, result.final_eval, result.run_dir))
+
+
+def summary_table(algo: str, env: str, history: list[dict[str, Any]], final_eval: dict[str, float] | None,
+                  run_dir: Path) -> Table:
+    table = Table(title=f"{algo} on {env}", show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("first iteration", justify="right")
+    table.add_column("last iteration", justify="right")
+    if not history:
+        return table
+    first, last = history[0], history[-1]
+    keys = ["rollout/success_rate", "rollout/return", "rollout/episode_length", "rollout/invalid_action_rate",
+            "policy/entropy", "time/iteration", "time/rollout", "time/actor_update", "time/critic_update",
+            "memory/peak_rss_gb", "memory/peak_cuda_gb", "params/trainable"]
+    for key in keys:
+        if key in last:
+            table.add_row(key, _fmt(first.get(key)), _fmt(last.get(key)))
+    for key, value in (final_eval or {}).items():
+        if key.startswith("eval/") and not key.startswith("eval/episodes"):
+            table.add_row(key, "", _fmt(value))
+    table.caption = f"{len(history)} iterations, {last.get('env_steps', 0)} env steps; run dir {run_dir}"
+    return table
+
+
+# --- eval -----------------------------------------------------------------------------------------
+
+
+@app.command("eval")
+@user_errors
+def eval_(
+    env: EnvOpt = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    episodes: Annotated[int, typer.Option(help="Episodes (eval seeds 0..N-1).")] = 16,
+    split: Annotated[str | None, typer.Option(help="Env split to evaluate on (default: the env's eval split).")] = None,
+    sample: Annotated[bool, typer.Option("--sample", help="Sample at rollout.temperature instead of greedy decoding.")] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the episodes as JSONL here.")] = None,
+) -> None:
+    """Evaluate a model on an env (no training) and print success per task type."""
+    _quiet_libraries()
+    import json
+
+    from agentrl.build import env_factory, load_for_training, make_backend, make_engine
+    from agentrl.config import build_config
+    from agentrl.evaluation import episode_metrics, evaluate
+    from agentrl.policy import Policy
+
+    overrides = list(set_ or [])
+    if split is not None:
+        overrides.append(f"env.eval_split={split}")
+    cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
+    with console.status(f"loading {cfg.model.name} ..."):
+        loaded = load_for_training(cfg.model, reserve_values=False)
+        policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, cfg.rollout.temperature)
+        backend = make_backend(policy, cfg.rollout, seed=cfg.train.seed)
+        engine = make_engine(policy, backend, cfg.rollout, env_factory(cfg.env, "eval"))
+    try:
+        with console.status(f"playing {episodes} episodes of {cfg.env.id} ..."):
+            trajectories = evaluate(engine, episodes, greedy=not sample)
+    finally:
+        engine.pool.close()
+    metrics = episode_metrics(trajectories, "eval")
+    table = Table(title=f"{cfg.model.name} on {cfg.env.id}", header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in metrics.items():
+        table.add_row(key, _fmt(value))
+    console.print(table)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("w") as fh:
+            for traj in trajectories:
+                fh.write(json.dumps(traj.to_json()) + "\n")
+
+
+# --- envs, algos, play ---------------------------------------------------------------------------------
+
+
+@app.command()
+@user_errors
+def envs() -> None:
+    """List the registered text envs."""
+    import gymnasium as gym
+
+    from agentrl.envs import ENV_ALIASES, _ensure_builtin_envs_registered
+
+    _ensure_builtin_envs_registered()
+    short = {v: k for k, v in ENV_ALIASES.items()}
+    table = Table(title="agentrl envs", header_style="bold")
+    table.add_column("id")
+    table.add_column("short name")
+    table.add_column("entry point")
+    for env_id, spec in sorted(gym.registry.items()):
+        if env_id.startswith("agentrl/"):
+            table.add_row(env_id, short.get(env_id, ""), str(spec.entry_point))
+    console.print(table)
+
+
+@app.command()
+@user_errors
+def algos() -> None:
+    """List the registered algorithms."""
+    from agentrl.algorithms import algorithm_names, get_algorithm
+
+    table = Table(title="agentrl algorithms", header_style="bold")
+    for col in ("name", "rollouts per task", "critic", "value tokens", "summary"):
+        table.add_column(col)
+    for name in algorithm_names():
+        cls = get_algorithm(name)
+        doc = (cls.__doc__ or sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0]
+        k = getattr(cls.config_class(), "group_size", 1)
+        table.add_row(name, str(k), "yes" if cls.needs_critic else "no", "yes" if cls.reads_values else "no", doc)
+    console.print(table)
+
+
+@app.command()
+@user_errors
+def play(
+    env: Annotated[str, typer.Argument(help="Env id or short name.")],
+    seed: Annotated[int, typer.Option(help="Task seed.")] = 0,
+    split: Annotated[str | None, typer.Option(help="Env split.")] = None,
+    set_: SetOpt = None,
+) -> None:
+    """Play an env yourself in the terminal: type an action, or its number in the list."""
+    from agentrl.config import build_config
+    from agentrl.envs import make_env
+
+    cfg = build_config(env=env, overrides=list(set_ or []))
+    kwargs = dict(cfg.env.kwargs)
+    if split is not None:
+        kwargs["split"] = split
+    environment = make_env(cfg.env.id, **kwargs)
+    try:
+        obs, info = environment.reset(seed=seed)
+        console.print(f"[bold]Task:[/] {info['task']}")
+        total, steps = 0.0, 0
+        while True:
+            console.print(f"\n{obs}")
+            admissible = info.get("admissible_actions")
+            if admissible:
+                for i, action in enumerate(admissible, 1):
+                    console.print(f"  [cyan]{i:>2}[/] {action}", highlight=False)
+            try:
+                line = input("> ").strip()
+            except EOFError:
+                console.print("\n(input closed)")
+                break
+            if line in ("quit", "exit"):
+                break
+            if admissible and line.isdigit() and 1 <= int(line) <= len(admissible):
+                line = admissible[int(line) - 1]
+            obs, reward, terminated, truncated, info = environment.step(line)
+            total += float(reward)
+            steps += 1
+            if terminated or truncated:
+                console.print(f"\n{obs}")
+                outcome = "won" if info.get("won") else ("time is up" if truncated else "episode over")
+                console.print(f"[bold]{outcome}[/] after {steps} steps, return {total:g}")
+                break
+    finally:
+        environment.close()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

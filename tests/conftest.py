@@ -1,0 +1,34 @@
+"""Shared fixtures: the embedded tokenizer and tiny random models (fast, CPU)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    from transformers.utils import logging as hf_logging
+
+    from agentrl.models import load_tokenizer, resolve_model
+
+    hf_logging.disable_progress_bar()
+    return load_tokenizer(resolve_model("tiny"))
+
+
+@pytest.fixture
+def fresh_tokenizer(tokenizer):
+    """A private copy, for tests that add tokens."""
+    import copy
+
+    return copy.deepcopy(tokenizer)
+
+
+@pytest.fixture
+def tiny_model(tokenizer):
+    from agentrl.models import build_tiny_model
+
+    return build_tiny_model(len(tokenizer), seed=0)

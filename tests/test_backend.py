@@ -1,0 +1,91 @@
+"""The transformers backend: log-probs, banned ids, top-p, temperature."""
+
+import torch
+
+from agentrl.backends.base import SamplingParams
+from agentrl.backends.hf import HFBackend, top_p_filter
+
+EOT = 2
+
+
+def _prompts(tokenizer):
+    texts = ["You are in the kitchen.", "Passages lead to the hall and the study, and you carry a key.", "Look"]
+    return [tokenizer(t)["input_ids"] for t in texts]
+
+
+def _fresh_logprobs(model, prompt, tokens, banned=(), temperature=1.0):
+    with torch.no_grad():
+        logits = model(torch.tensor([list(prompt) + list(tokens)])).logits[0].float()
+    logits[:, list(banned)] = float("-inf")
+    logp = torch.log_softmax(logits / temperature, -1)
+    p = len(prompt)
+    return [float(logp[p - 1 + j, t]) for j, t in enumerate(tokens)]
+
+
+def test_recorded_logprobs_equal_a_fresh_forward_pass(tiny_model, tokenizer):
+    backend = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT, banned_ids=[7, 8], seed=3)
+    prompts = _prompts(tokenizer)
+    for temperature in (1.0, 0.7):
+        gens = backend.generate(prompts, SamplingParams(temperature=temperature, max_new_tokens=10))
+        for prompt, gen in zip(prompts, gens, strict=True):
+            assert len(gen.token_ids) == len(gen.logprobs) > 0
+            ref = _fresh_logprobs(tiny_model, prompt, gen.token_ids, banned=[7, 8], temperature=temperature)
+            # tolerance: fp32, left padding and KV cache vs one unpadded pass
+            assert max(abs(a - b) for a, b in zip(ref, gen.logprobs, strict=True)) < 1e-4
+
+
+def _bias_towards(model, token, prompts):
+    """Make ``token`` the overwhelming favourite after every prompt."""
+    with torch.no_grad():
+        hidden = torch.cat([model.model(torch.tensor([p])).last_hidden_state[0] for p in prompts])
+        direction = hidden.mean(0)
+        model.get_output_embeddings().weight[token] = 60 * direction / direction.norm() ** 2
+
+
+def test_banned_ids_are_never_sampled(tiny_model, tokenizer):
+    prompts = _prompts(tokenizer) * 4
+    favourite = 1234
+    _bias_towards(tiny_model, favourite, prompts)
+    free = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT, seed=0)
+    gens = free.generate(prompts, SamplingParams(max_new_tokens=8))
+    sampled = [t for g in gens for t in g.token_ids]
+    assert sampled.count(favourite) > len(sampled) // 2  # without the ban it dominates
+    banned = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT, banned_ids=[favourite], seed=0)
+    gens = banned.generate(prompts, SamplingParams(max_new_tokens=8))
+    assert all(favourite not in g.token_ids for g in gens)
+
+
+def test_generation_stops_at_end_of_turn(tiny_model, tokenizer):
+    prompts = _prompts(tokenizer)
+    _bias_towards(tiny_model, EOT, prompts)
+    backend = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT, seed=0)
+    gens = backend.generate(prompts, SamplingParams(max_new_tokens=8))
+    for gen in gens:
+        if gen.finished:
+            assert gen.token_ids[-1] == EOT and EOT not in gen.token_ids[:-1]
+    assert any(g.finished for g in gens)
+
+
+def test_greedy_is_deterministic(tiny_model, tokenizer):
+    backend = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT)
+    a = backend.generate(_prompts(tokenizer), SamplingParams(temperature=0.0, max_new_tokens=6))
+    b = backend.generate(_prompts(tokenizer), SamplingParams(temperature=0.0, max_new_tokens=6))
+    assert [g.token_ids for g in a] == [g.token_ids for g in b]
+
+
+def test_top_p_keeps_the_smallest_nucleus():
+    probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]])
+    kept = top_p_filter(torch.log(probs), 0.75)
+    # 0.5 < 0.75, 0.5 + 0.3 >= 0.75: the nucleus is the first two tokens
+    assert torch.isfinite(kept).tolist() == [[True, True, False, False]]
+    assert torch.isfinite(top_p_filter(torch.log(probs), 0.1)).tolist() == [[True, False, False, False]]
+
+
+def test_generation_copy_in_another_dtype_follows_sync(tiny_model, tokenizer):
+    backend = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT, dtype=torch.bfloat16)
+    assert backend.model is not tiny_model and next(backend.model.parameters()).dtype == torch.bfloat16
+    with torch.no_grad():
+        tiny_model.get_output_embeddings().weight.add_(1.0)
+    backend.sync_weights()
+    torch.testing.assert_close(backend.model.get_output_embeddings().weight.float(),
+                               tiny_model.get_output_embeddings().weight, rtol=1e-2, atol=1e-2)
