@@ -8,6 +8,7 @@ without changing any text:
 * The grammar is parsed once per process (``PddlEnv`` parses it on every load, ~0.2 s). A game's
   grammar differs from the shipped one only in its task sentence, which is a plain terminal,
   so we parse the shared part once and put the sentence into the introduction afterwards.
+  Deriving text reuses parsed start strings and queries too (``grammar.py``).
 * The PDDL problem is translated for the planner once per ``load``; ``reset`` reloads that
   translation instead of translating the problem again (~0.1-1 s per reset).
 * ``PddlEnv`` derives every applicable action's command text through the grammar on every step
@@ -35,6 +36,8 @@ from textworld.core import GameState
 from textworld.envs import PddlEnv
 from textworld.envs.pddl import logic as pddl_logic
 from textworld.generator.game import EntityInfo
+
+from .grammar import CachedGrammar
 
 #: The task rule of ALFWorld's grammar: ``"rhs": "Your task is to: <sentence>"``.
 _TASK_RULE = re.compile(r'("rhs":\s*"Your task is to: )((?:[^"\\]|\\.)*)(")')
@@ -103,7 +106,9 @@ def split_task_sentence(grammar: str) -> tuple[str, str | None]:
 @functools.lru_cache(maxsize=8)
 def game_logic(domain: str, grammar: str) -> pddl_logic.GameLogic:
     """TextWorld's parsed domain + grammar, shared by every game with the same texts."""
-    return pddl_logic.GameLogic(domain=domain, grammar=grammar)
+    logic = pddl_logic.GameLogic(domain=domain, grammar=grammar)
+    logic.grammar = CachedGrammar.adopt(logic.grammar)
+    return logic
 
 
 class SharedEntityInfo(EntityInfo):

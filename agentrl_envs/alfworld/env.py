@@ -106,7 +106,9 @@ class ALFWorldEnv(gym.Env):
                     f"(module {module} is missing)."
                 )
         if split not in generator.SPLITS:
-            raise UserError(f"Unknown ALFWorld split '{split}'; choose one of {list(generator.SPLITS)}.")
+            raise UserError(
+                f"Unknown ALFWorld split '{split}'; choose one of {list(generator.SPLITS)}."
+            )
         if source not in SOURCES:
             raise UserError(f"Unknown ALFWorld source '{source}'; choose one of {list(SOURCES)}.")
         if max_steps < 1:
@@ -131,14 +133,19 @@ class ALFWorldEnv(gym.Env):
         root = official.find_root(data_path) if source != "generated" else None
         if source == "official" and root is None:
             where = data_path or os.environ.get("ALFWORLD_DATA") or "$ALFWORLD_DATA (unset)"
-            raise UserError(f"No official ALFWorld games found under {where}; run alfworld-download or use source='generated'.")
+            raise UserError(
+                f"No official ALFWorld games found under {where}; run alfworld-download or use "
+                "source='generated'."
+            )
         if root is not None and (data_path is not None or source == "official"):
             if not official.list_games(root, split):
                 raise UserError(f"No official ALFWorld games of split '{split}' under {root}.")
         self._official: tuple[official.OfficialGame, ...] = ()
         if root is not None:
             wanted = set(self.config.task_types)
-            self._official = tuple(g for g in official.list_games(root, split) if g.task_type in wanted)
+            self._official = tuple(
+                g for g in official.list_games(root, split) if g.task_type in wanted
+            )
         self.source = "official" if self._official else "generated"
 
         self._tw: Any = None  # the TextWorld env, made on first reset (it loads a 30 MB library)
@@ -162,7 +169,10 @@ class ALFWorldEnv(gym.Env):
         self._ensure_engine()
         game = self._accepted.get(index)
         if game is None:
-            game = self._find_official(index) if self.source == "official" else self._generate(index)
+            if self.source == "official":
+                game = self._find_official(index)
+            else:
+                game = self._generate(index)
             self._accepted[index] = game
             while len(self._accepted) > 256:
                 self._accepted.popitem(last=False)
@@ -200,7 +210,12 @@ class ALFWorldEnv(gym.Env):
         return self._last_obs if self.render_mode == "ansi" else None
 
     def close(self) -> None:
+        # The planner library copy stays mapped: unloading it (fast_downward.close_lib) makes
+        # the next load of another copy crash, so closing only drops our references.
         self._tw = None
+        self._game = None
+        self._loaded_key = None
+        self._accepted.clear()
         super().close()
 
     # --- expert ------------------------------------------------------------------------------
@@ -294,7 +309,9 @@ class ALFWorldEnv(gym.Env):
             self._state = self._tw.reset()
             game.task = official.task_sentence(self._state.feedback)
             return game
-        raise UserError(f"Every official ALFWorld game of split '{self.split}' is marked unsolvable.")
+        raise UserError(
+            f"Every official ALFWorld game of split '{self.split}' is marked unsolvable."
+        )
 
     def _info(self) -> dict[str, Any]:
         assert self._game is not None
