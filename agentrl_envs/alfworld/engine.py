@@ -243,8 +243,27 @@ class FastPddlEnv(PddlEnv):
             return list(self._pddl_state.replan(self._entity_infos))
 
 
+#: Engines whose env was closed, kept for the next env: each holds a private copy of the planner
+#: library, which cannot be unloaded safely (a later load then crashes) and takes ~0.15 s to copy.
+_IDLE_ENGINES: list[FastPddlEnv] = []
+_MAX_IDLE = 64
+
+
 def make_textworld_env(request_infos: textworld.EnvInfos | None = None) -> Any:
     """``AlfredInfos(AlfredDemangler(FastPddlEnv))``: ALFWorld's wrapper stack on our engine."""
     demangler, infos_wrapper = alfworld_wrappers()
-    infos = request_infos or textworld.EnvInfos(admissible_commands=True, won=True)
-    return infos_wrapper(demangler(FastPddlEnv(infos), shuffle=False))
+    if request_infos is None and _IDLE_ENGINES:
+        engine = _IDLE_ENGINES.pop()
+    else:
+        default = textworld.EnvInfos(admissible_commands=True, won=True)
+        engine = FastPddlEnv(request_infos or default)
+        engine.reusable = request_infos is None
+    return infos_wrapper(demangler(engine, shuffle=False))
+
+
+def release_textworld_env(env: Any) -> None:
+    """Hand a made env's engine back for reuse; the env must not be used afterwards."""
+    engine = env.unwrapped
+    if getattr(engine, "reusable", False) and len(_IDLE_ENGINES) < _MAX_IDLE:
+        if all(engine is not idle for idle in _IDLE_ENGINES):
+            _IDLE_ENGINES.append(engine)

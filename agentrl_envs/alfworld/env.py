@@ -210,8 +210,10 @@ class ALFWorldEnv(gym.Env):
         return self._last_obs if self.render_mode == "ansi" else None
 
     def close(self) -> None:
-        # The planner library copy stays mapped: unloading it (fast_downward.close_lib) makes
-        # the next load of another copy crash, so closing only drops our references.
+        if self._tw is not None:  # its planner library is kept for the next env to use
+            from .engine import release_textworld_env
+
+            release_textworld_env(self._tw)
         self._tw = None
         self._game = None
         self._loaded_key = None
