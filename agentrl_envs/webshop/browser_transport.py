@@ -170,6 +170,8 @@ class BrowserTransport:
             raise TransportError(f"The WebShop browser transport cannot start: {reason}.")
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
+        from selenium.webdriver.chromium.remote_connection import ChromiumRemoteConnection
+        from selenium.webdriver.remote.client_config import ClientConfig
 
         self._profile = tempfile.mkdtemp(prefix="agentrl-chromium-")
         options = webdriver.ChromeOptions()
@@ -178,16 +180,23 @@ class BrowserTransport:
             options.add_argument(flag)
         options.add_argument(f"--user-data-dir={self._profile}")
         options.page_load_strategy = "normal"
-        service = Service(str(_reaper_wrapper(self.config.chromedriver)),
-                          log_output=subprocess.DEVNULL)
-        self._service = service
+        self._service = Service(str(_reaper_wrapper(self.config.chromedriver)),
+                                log_output=subprocess.DEVNULL)
         try:
-            self._driver = webdriver.Chrome(options=options, service=service)
+            self._service.start()
+            # Our own connection, so that no WebDriver call can block for longer than a page
+            # load plus a margin (selenium's default is two minutes per call).
+            address = self._service.service_url
+            connection = ChromiumRemoteConnection(
+                remote_server_addr=address, vendor_prefix="goog", browser_name="chrome",
+                client_config=ClientConfig(remote_server_addr=address, keep_alive=True,
+                                           timeout=int(self.config.page_timeout_s) + 10))
+            self._driver = webdriver.Remote(command_executor=connection, options=options)
             self._driver.set_page_load_timeout(self.config.page_timeout_s)
             self._driver.set_script_timeout(self.config.page_timeout_s)
         except Exception as exc:
             self.close()
-            raise BrowserCrashed(f"Chromium did not start: {exc}") from exc
+            raise BrowserCrashed(f"Chromium did not start: {_short(exc)}") from exc
 
     def close(self) -> None:
         """Quit the browser and its driver, wait for them, delete the profile directory."""
@@ -196,7 +205,7 @@ class BrowserTransport:
         self._render = None
         if driver is not None:
             try:
-                driver.quit()  # also stops the service
+                driver.quit()  # ends the session: Chromium exits
             except Exception:
                 pass
         if service is not None:
