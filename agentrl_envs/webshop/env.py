@@ -48,6 +48,7 @@ SYSTEM_PROMPT = (
 )
 INVALID_ACTION = "Invalid action: it is not available on this page."
 CRASHED = "The browser stopped working, so this episode was cut short."
+DEFAULT_NUM_PRODUCTS = 2000
 _ACTION = re.compile(r"\s*([A-Za-z_]+)\s*\[(.*)\]\s*", re.S)
 _ALLOWED = frozenset(TEXT_CHARSET)
 
@@ -60,7 +61,7 @@ class WebShopConfig:
     transport: str = "browser"  # browser | http
     max_steps: int = 15
     reward_scale: float = 10.0  # learner's reward = WebShop's score * reward_scale
-    num_products: int | None = 2000  # generated catalog size (None: all official products)
+    num_products: int | None = None  # catalog size; None: 2000 generated, or every official one
     catalog_seed: int = 0
     goals_per_product: int = 2
     data_dir: str | None = None  # a directory holding the official WebShop files
@@ -82,7 +83,7 @@ class WebShopConfig:
         if self.on_crash not in ("truncate", "raise"):
             raise UserError(f"WebShop on_crash must be 'truncate' or 'raise', not "
                             f"{self.on_crash!r}.")
-        if self.data_dir is None and (self.num_products is None or self.num_products < 10):
+        if self.data_dir is None and self.num_products is not None and self.num_products < 10:
             raise UserError("A generated WebShop catalog needs num_products >= 10.")
         if self.transport == "browser":
             reason = browser_missing(BrowserConfig(self.chromedriver, self.chromium))
@@ -91,7 +92,10 @@ class WebShopConfig:
 
     @property
     def source(self) -> ShopSource:
-        return ShopSource(num_products=self.num_products, seed=self.catalog_seed,
+        size = self.num_products
+        if size is None and self.data_dir is None:
+            size = DEFAULT_NUM_PRODUCTS
+        return ShopSource(num_products=size, seed=self.catalog_seed,
                           goals_per_product=self.goals_per_product, data_dir=self.data_dir,
                           goal_source=self.goal_source)
 

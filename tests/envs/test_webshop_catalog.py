@@ -195,3 +195,24 @@ def test_official_goals(tmp_path):
     assert sum(len(v) for v in shop.splits.values()) == 5
     with pytest.raises(FileNotFoundError):
         find_official_files(tmp_path / "missing")
+
+
+def test_env_on_official_files(tmp_path):
+    gym = pytest.importorskip("gymnasium")
+    pytest.importorskip("flask")
+    import agentrl_envs  # noqa: F401
+
+    data_dir = str(_official_dir(tmp_path))
+    wins = 0
+    for split, size in (("train", 3), ("eval", 1), ("test", 1)):
+        env = gym.make("agentrl/WebShop-v0", transport="http", data_dir=data_dir, split=split)
+        for index in range(size):
+            obs, info = env.reset(options={"goal_index": index})
+            assert obs == "WebShop [SEP] Search"
+            terminated = truncated = False
+            while not (terminated or truncated):
+                action = env.unwrapped.expert_action()
+                obs, reward, terminated, truncated, info = env.step(action)
+            wins += info["won"]
+        env.close()
+    assert wins == 5  # every official goal here can be met exactly, and the oracle does
