@@ -31,6 +31,7 @@ from .vocabulary import (
 )
 
 _SMALL_WORDS = frozenset({"a", "an", "and", "for", "in", "of", "on", "or", "the", "to", "with"})
+_ACRONYMS = frozenset({"tv", "usb", "hdmi", "gps", "spf", "led", "gmo", "dpi", "uv", "gan"})
 _ASIN_CHARS = string.digits + string.ascii_uppercase
 
 
@@ -38,7 +39,9 @@ def title_case(phrase: str) -> str:
     """Title Case as listings write it: small words stay lowercase, tokens like 5.3 or 4k stay."""
     words = []
     for i, word in enumerate(phrase.split()):
-        if i > 0 and word in _SMALL_WORDS:
+        if word in _ACRONYMS:
+            words.append(word.upper())
+        elif i > 0 and word in _SMALL_WORDS:
             words.append(word)
         elif word[:1].isalpha():
             words.append(word[:1].upper() + word[1:])

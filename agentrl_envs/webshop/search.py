@@ -56,5 +56,10 @@ class SearchIndex:
         if not tokens:
             return []
         scores = self._bm25.get_scores(tokens)
-        order = np.argsort(-scores, kind="stable")[:k]
+        if len(scores) > k:  # keep every product scoring at least the k-th best score
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            candidates = np.flatnonzero(scores >= max(kth, np.finfo(scores.dtype).tiny))
+        else:
+            candidates = np.flatnonzero(scores > 0)
+        order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
         return [self._asins[i] for i in order if scores[i] > 0]
