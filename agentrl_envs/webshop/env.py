@@ -17,6 +17,7 @@ docs/envs/webshop.md for the page flow, the reward and the measured speeds.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import unicodedata
@@ -35,6 +36,7 @@ from .page_text import SEPARATOR, Clickable, PageView, read_page
 from .records import Goal
 from .server import StoreServer, acquire_server, release_server
 from .shop import Shop, ShopSource, load_shop
+from .store import Store
 from .transport import BrowserCrashed, ForeignUrlError, Transport, TransportError
 
 log = logging.getLogger(__name__)
@@ -263,7 +265,7 @@ class WebShopEnv(gym.Env):
         return self._transport
 
     @property
-    def store(self):
+    def store(self) -> Store | None:
         return None if self._server is None else self._server.store
 
     # --- internals ------------------------------------------------------------------------------
@@ -338,7 +340,5 @@ class WebShopEnv(gym.Env):
             "invalid_action": invalid,
         }
         if self._page.kind == "done" and "reward-info" in self._page.meta:
-            import json
-
             info["reward_info"] = json.loads(self._page.meta["reward-info"])
         return info

@@ -13,7 +13,7 @@ import http.client
 from urllib.parse import urlencode, urlsplit
 
 from .page_text import Clickable
-from .transport import ForeignUrlError, StoreGuard, TransportError
+from .transport import StoreGuard, TransportError
 
 MAX_REDIRECTS = 5
 
@@ -78,5 +78,3 @@ class HttpTransport:
                                          f"{exc}") from exc
         raise AssertionError("unreachable")
 
-
-__all__ = ["HttpTransport", "ForeignUrlError"]

@@ -78,6 +78,17 @@ class PageView:
         return found
 
 
+@dataclass
+class _Capture:
+    """A button or link whose text is being read."""
+
+    kind: str
+    method: str
+    target: str
+    index: int
+    parts: list[str] = field(default_factory=list)
+
+
 class _Reader(HTMLParser):
     def __init__(self, show_instruction: bool):
         super().__init__(convert_charrefs=True)
@@ -89,7 +100,7 @@ class _Reader(HTMLParser):
         self._stack: list[tuple[str, bool]] = []  # (tag, hidden)
         self._buffer: list[str] = []
         self._form: tuple[str, str] | None = None  # (method, action) of the open form
-        self._capture: list | None = None  # [kind, method, target, index, text parts]
+        self._capture: _Capture | None = None
 
     # hidden-ness is inherited: an element is hidden if its parent is
     def _hidden(self) -> bool:
@@ -103,7 +114,7 @@ class _Reader(HTMLParser):
         if text and not self._hidden():
             self.texts.append(text)
         if text and self._capture is not None:
-            self._capture[4].append(text)
+            self._capture.parts.append(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._flush()
@@ -128,7 +139,7 @@ class _Reader(HTMLParser):
             else:
                 method, target = self._form or ("GET", "")
                 kind = "button"
-            self._capture = [kind, method, target, len(self.clickables), []]
+            self._capture = _Capture(kind, method, target, len(self.clickables))
             self.clickables.append(Clickable("", kind, method, target, len(self.clickables)))
         if tag not in _VOID:
             self._stack.append((tag, hidden))
@@ -143,9 +154,9 @@ class _Reader(HTMLParser):
         if tag == "form":
             self._form = None
         if self._capture is not None and tag in ("button", "a"):
-            kind, method, target, index, parts = self._capture
-            self.clickables[index] = Clickable(" ".join(parts).lower(), kind, method, target,
-                                               index)
+            c = self._capture
+            self.clickables[c.index] = Clickable(" ".join(c.parts).lower(), c.kind, c.method,
+                                                 c.target, c.index)
             self._capture = None
         for depth in range(len(self._stack) - 1, -1, -1):
             if self._stack[depth][0] == tag:
