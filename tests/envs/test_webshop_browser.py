@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("Stemmer")
 pytest.importorskip("selenium")
 pytest.importorskip("flask")
 

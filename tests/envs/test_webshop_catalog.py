@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+pytest.importorskip("Stemmer")
 pytest.importorskip("bm25s")
 pytest.importorskip("rapidfuzz")
 

@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 
+pytest.importorskip("Stemmer")
 pytest.importorskip("flask")
 pytest.importorskip("bm25s")
 

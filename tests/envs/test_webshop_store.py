@@ -8,6 +8,7 @@ import urllib.request
 
 import pytest
 
+pytest.importorskip("Stemmer")
 pytest.importorskip("flask")
 pytest.importorskip("bm25s")
 
