@@ -182,11 +182,12 @@ def allowed_mask(allowed: Sequence[AllowedTokens], vocab: int, device: torch.dev
     """A boolean ``[len(allowed), vocab]`` mask, True where a token is allowed."""
     mask = torch.zeros(len(allowed), vocab, dtype=torch.bool, device=device)
     for row, entry in enumerate(allowed):
-        ids = torch.tensor(entry.ids, dtype=torch.long, device=device)
+        # ids past the action vocabulary (SAPO's value tokens, banned anyway) have no column
+        ids = torch.tensor([i for i in entry.ids if i < vocab], dtype=torch.long, device=device)
         if entry.exclude:
             mask[row] = True
-            if len(entry.ids):
+            if len(ids):
                 mask[row, ids] = False
-        elif len(entry.ids):
+        elif len(ids):
             mask[row, ids] = True
     return mask

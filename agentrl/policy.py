@@ -67,6 +67,22 @@ def run_body(body: nn.Module, items: Sequence[ScoreItem], device: torch.device) 
     return out.last_hidden_state
 
 
+def _allowed_entries(items: Sequence[ScoreItem]) -> list[AllowedTokens] | None:
+    """One allowed set per action token of the micro-batch, or None if nothing is constrained.
+    Unconstrained turns mixed in get "everything allowed" (an empty exclude set)."""
+    if all(item.allowed is None for item in items):
+        return None
+    entries: list[AllowedTokens] = []
+    for item in items:
+        if item.allowed is None:
+            entries.extend(AllowedTokens((), exclude=True) for _ in item.action_ids)
+        else:
+            if len(item.allowed) != len(item.action_ids):
+                raise ValueError("constrained turn without one allowed set per action token")
+            entries.extend(item.allowed)
+    return entries
+
+
 def action_positions(items: Sequence[ScoreItem]) -> tuple[list[int], list[int], list[int]]:
     """(row, position, target token) of every action token, in item order."""
     rows, positions, targets = [], [], []
@@ -122,6 +138,34 @@ class Policy:
         rows = self.model.get_output_embeddings().weight.shape[0]
         return self.value_tokens.policy_vocab if self.value_tokens is not None else rows
 
+    def _sparse_logprobs(self, source: nn.Module, hidden: torch.Tensor, entries: list[AllowedTokens],
+                         targets: list[int], want_entropy: bool):
+        """Constrained positions whose allowed sets are small lists: score only those tokens.
+
+        Logits of the allowed ids are ``h . W[id]``; the renormalised softmax over them is the
+        constrained policy, so nothing of the rest of the vocabulary is ever computed. Positions
+        are padded to the largest set of the micro-batch (padding masked out).
+        """
+        device = hidden.device
+        width = max(len(e.ids) for e in entries) if entries else 1
+        index = torch.zeros((len(entries), width), dtype=torch.long)
+        valid = torch.zeros((len(entries), width), dtype=torch.bool)
+        where = torch.zeros(len(entries), dtype=torch.long)
+        for row, (entry, target) in enumerate(zip(entries, targets, strict=True)):
+            index[row, : len(entry.ids)] = torch.tensor(entry.ids, dtype=torch.long)
+            valid[row, : len(entry.ids)] = True
+            try:
+                where[row] = entry.ids.index(target)
+            except ValueError:
+                raise ValueError(f"token {target} was recorded outside its allowed set") from None
+        index, valid, where = index.to(device), valid.to(device), where.to(device)
+        weight = source.get_output_embeddings().weight
+        logits = torch.einsum("nkh,nh->nk", weight[index], hidden).float()
+        cap = getattr(source.config, "final_logit_softcapping", None)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return token_logprobs(logits / self.temperature, where, valid, want_entropy)
+
     @staticmethod
     def _head(source: nn.Module, hidden: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         weight = source.get_output_embeddings().weight[start:stop]
@@ -144,20 +188,15 @@ class Policy:
         rows, positions, targets = action_positions(items)
         row_t = torch.tensor(rows, dtype=torch.long, device=device)
         pos_t = torch.tensor(positions, dtype=torch.long, device=device)
-        logits = self._head(source, hidden[row_t, pos_t], 0, self.policy_vocab) / self.temperature
-        mask = None
-        if any(item.allowed is not None for item in items):
-            entries: list[AllowedTokens] = []
-            for item in items:
-                if item.allowed is None:
-                    entries.extend(AllowedTokens((), exclude=True) for _ in item.action_ids)
-                else:
-                    if len(item.allowed) != len(item.action_ids):
-                        raise ValueError("constrained turn without one allowed set per action token")
-                    entries.extend(item.allowed)
-            mask = allowed_mask(entries, self.policy_vocab, device)
+        picked = hidden[row_t, pos_t]
         target_t = torch.tensor(targets, dtype=torch.long, device=device)
-        logp, ent = token_logprobs(logits, target_t, mask, entropy)
+        entries = _allowed_entries(items)
+        if entries is not None and not any(e.exclude for e in entries):
+            logp, ent = self._sparse_logprobs(source, picked, entries, targets, entropy)
+        else:
+            logits = self._head(source, picked, 0, self.policy_vocab) / self.temperature
+            mask = None if entries is None else allowed_mask(entries, self.policy_vocab, device)
+            logp, ent = token_logprobs(logits, target_t, mask, entropy)
         pre = post = None
         if values:
             if self.value_tokens is None:
