@@ -9,7 +9,9 @@ expert would, so steps are not flattered by the command memo. Printed as a markd
 * reset, same game: the rewinding reset (GRPO's k rollouts of one task);
 * step: one ``env.step``;
 * steps/s with 1 env, with 8 envs stepped in turn in one process (how the rollout engine
-  drives a batch), and with 8 envs in 8 worker processes (``gymnasium.vector.AsyncVectorEnv``).
+  drives a batch), and with 8 envs in 8 worker processes (``gymnasium.vector.AsyncVectorEnv``);
+  these rates include the resets to new games between episodes (random play rarely wins, so
+  an episode lasts max steps).
 
 The last column estimates the env's share of a rollout with the embedded model: one batch turn
 of the model takes ``--model-turn-s`` seconds (MEASURED.md: 16 prompts of ~400 tokens, 3.6 s
@@ -76,16 +78,15 @@ def run_round_robin(scene: str, n_envs: int, total_steps: int, max_steps: int, s
     for env in envs:
         infos.append(env.reset(seed=next_seed)[1])
         next_seed += 1
-    done_steps = 0
-    while done_steps < total_steps:
+    rounds = total_steps // n_envs
+    for round_ in range(rounds):
         for k, env in enumerate(envs):
             _, _, terminated, truncated, info = env.step(rng.choice(infos[k]["admissible_actions"]))
-            done_steps += 1
-            if terminated or truncated:
+            if (terminated or truncated) and round_ < rounds - 1:  # no reset after the end
                 info = env.reset(seed=next_seed)[1]
                 next_seed += 1
             infos[k] = info
-    return done_steps / (time.perf_counter() - start)
+    return rounds * n_envs / (time.perf_counter() - start)
 
 
 def _make(scene: str, max_steps: int):
@@ -117,7 +118,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="ALFWorld env latency benchmark")
     parser.add_argument("--scenes", nargs="+", default=["small", "default"])
     parser.add_argument("--episodes", type=int, default=8)
-    parser.add_argument("--vector-steps", type=int, default=400)
+    parser.add_argument("--vector-steps", type=int, default=800)
     parser.add_argument("--model-turn-s", type=float, default=3.6)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--no-processes", action="store_true", help="skip the 8-process run")
@@ -127,9 +128,9 @@ def main() -> None:
     for scene in args.scenes:
         max_steps = 30 if scene == "small" else 50
         single = run_single(scene, args.episodes, max_steps, seed0=0)
-        rr8 = run_round_robin(scene, 8, args.vector_steps, max_steps, seed0=1_000)
+        rr8 = run_round_robin(scene, 8, args.vector_steps, max_steps, seed0=0)
         proc8 = None if args.no_processes else run_processes(
-            scene, 8, args.vector_steps, max_steps, seed0=2_000)
+            scene, 8, args.vector_steps, max_steps, seed0=0)
         # env seconds per model batch turn: every episode steps once; resets spread over
         # an episode's steps
         per_step = single["step_mean"] + single["reset_new"] / single["episode_steps"]
