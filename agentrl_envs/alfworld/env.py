@@ -76,6 +76,9 @@ class ALFWorldEnv(gym.Env):
         source: ``auto`` (official files if found, else generated), ``generated``, ``official``.
         data_path: folder with the official files (default ``$ALFWORLD_DATA``).
         num_games: make the split finite: seed ``s`` plays game ``s % num_games``.
+        hide_commands: verbs left out of ``info["admissible_actions"]`` (e.g. ``("examine",
+            "look", "inventory", "help")``: a small model otherwise keeps examining things);
+            the game still accepts them when typed. Default: ALFWorld's full list.
     """
 
     metadata: dict[str, Any] = {
@@ -97,6 +100,7 @@ class ALFWorldEnv(gym.Env):
         source: str = "auto",
         data_path: str | os.PathLike[str] | None = None,
         num_games: int | None = None,
+        hide_commands: str | tuple[str, ...] | list[str] = (),
         render_mode: str | None = None,
     ):
         for module in ("textworld", "alfworld", "fast_downward"):
@@ -121,6 +125,9 @@ class ALFWorldEnv(gym.Env):
         self.max_steps = max_steps
         self.success_reward = float(success_reward)
         self.num_games = num_games
+        self.hide_commands = frozenset(
+            (hide_commands,) if isinstance(hide_commands, str) else hide_commands
+        )
         self.render_mode = render_mode
         self.config = generator.resolve_config(
             scene, receptacles=receptacles, distractors=distractors, closed_prob=closed_prob,
@@ -320,7 +327,10 @@ class ALFWorldEnv(gym.Env):
         return {
             "task": self._game.task,
             "task_type": self._game.task_type,
-            "admissible_actions": list(self._state["admissible_commands"]),
+            "admissible_actions": [
+                c for c in self._state["admissible_commands"]
+                if c.split(" ", 1)[0] not in self.hide_commands
+            ],
             "won": self._won,
             "score": 1.0 if self._won else 0.0,
             "game": self._game.key,

@@ -175,6 +175,16 @@ def test_info_fields_and_observation_text(small):
     assert obs.startswith(f"You arrive at {go[len('go to '):]}.")
 
 
+def test_hidden_commands_are_left_out_of_the_list_but_still_work():
+    env = ALFWorldEnv(split="train", scene="small",
+                      hide_commands=("examine", "look", "inventory", "help"))
+    _, info = env.reset(seed=0)
+    verbs = {a.split()[0] for a in info["admissible_actions"]}
+    assert verbs == {"go"}  # at the start only moves remain
+    obs, *_ = env.step("inventory")
+    assert obs == "You are not carrying anything."
+
+
 def test_truncation_and_reward_knob():
     env = gym.make("agentrl/ALFWorld-v0", split="train", scene="small", max_steps=3,
                    success_reward=1.0)
