@@ -7,6 +7,10 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.agentrl-installed
 
+# The embedded model is converted from GGUF once and kept here (not in $HOME).
+export AGENTRL_CACHE ?= $(CURDIR)/.cache/agentrl
+export TOKENIZERS_PARALLELISM ?= false
+
 .PHONY: demo test install system-deps lint clean
 
 $(PY):

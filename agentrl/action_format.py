@@ -42,10 +42,11 @@ class ActionFormat:
         action = " ".join(found[-1].split())
         return action or None
 
-    def instruction(self, example: str | None) -> str:
-        shown = self.render(example if example is not None else "...")
+    def instruction(self) -> str:
+        """What the prompt asks for. No example action: an example biases small models towards it."""
         if self.think:
             return (f"First think step by step about the situation inside <think> </think> tags. "
-                    f"Then give exactly one admissible action inside {self.open} {self.close} tags, "
-                    f"for example {shown}.")
-        return f"Answer with exactly one admissible action inside {self.open} {self.close} tags, for example {shown}."
+                    f"Then write exactly one admissible action, copied as listed, inside "
+                    f"{self.open} {self.close} tags.")
+        return (f"Write exactly one admissible action, copied as listed, inside {self.open} "
+                f"{self.close} tags, and nothing else.")

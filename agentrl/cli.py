@@ -278,6 +278,91 @@ def play(
         environment.close()
 
 
+# --- warm start: demos and sft ---------------------------------------------------------------------
+
+
+@app.command()
+@user_errors
+def demos(
+    env: EnvOpt = None,
+    episodes: Annotated[int, typer.Option(help="Expert episodes to record.")] = 100,
+    split: Annotated[str | None, typer.Option(help="Env split (default: the env's train split).")] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write.")] = Path("demos.jsonl"),
+    expert_noise: Annotated[float, typer.Option(help="Share of moves replaced by random admissible ones.")] = 0.0,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    seed: Annotated[int, typer.Option(help="Seed of the noise.")] = 0,
+) -> None:
+    """Record an env's expert as demonstrations, prompted exactly as rollouts are."""
+    _quiet_libraries()
+    from agentrl.build import env_factory, prompt_builder, split_kwargs
+    from agentrl.config import build_config
+    from agentrl.demos import record_demos
+    from agentrl.models import load_tokenizer, resolve_model
+
+    overrides = list(set_ or [])
+    if split is not None:
+        overrides.append(f"env.train_split={split}")
+    cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
+    tokenizer = load_tokenizer(resolve_model(cfg.model.name))
+    make = env_factory(cfg.env, "train")
+    probe = make()
+    builder = prompt_builder(tokenizer, cfg.rollout, probe)
+    probe.close()
+    with console.status(f"recording {episodes} expert episodes of {cfg.env.id} ..."):
+        stats = record_demos(make, builder, episodes, output, cfg.env.id,
+                             split_kwargs(cfg.env, "train").get("split"), expert_noise, seed,
+                             max_turns=cfg.rollout.max_turns)
+    console.print(f"wrote {int(stats['turns'])} turns of {episodes} episodes to {output} "
+                  f"(expert success {stats['expert_success']:.2f})")
+
+
+@app.command()
+@user_errors
+def sft(
+    demos_: Annotated[list[Path], typer.Option("--demos", "-d", help="Demonstration JSONL files.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.")],
+    env: EnvOpt = None,
+    model: ModelOpt = None,
+    config: ConfigOpt = None,
+    set_: SetOpt = None,
+    epochs: Annotated[int | None, typer.Option(help="Passes over the demonstrations (sft.epochs).")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate (sft.lr).")] = None,
+    eval_episodes: Annotated[int | None, typer.Option(help="Held-out episodes to evaluate at the end (sft.eval_episodes).")] = None,
+    eval_before: Annotated[bool, typer.Option("--eval-before", help="Also evaluate before training.")] = False,
+) -> None:
+    """Supervised fine-tuning on demonstrations (reply tokens only); writes a checkpoint for run."""
+    _quiet_libraries()
+    from agentrl.config import build_config
+    from agentrl.sft import run_sft
+
+    overrides = list(set_ or [])
+    for key, value in (("epochs", epochs), ("lr", lr), ("eval_episodes", eval_episodes)):
+        if value is not None:
+            overrides.append(f"sft.{key}={value}")
+    cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
+    columns = [TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn()]
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("sft", total=None)
+
+        def on_step(step: int, total: int, loss: float) -> None:
+            progress.update(task, completed=step, total=total, description=f"sft  loss {loss:.3f}")
+
+        result = run_sft(cfg, cfg.sft, demos_, output, on_step, eval_before=eval_before)
+    table = Table(title=f"SFT of {cfg.model.name} on {len(demos_)} demo file(s)", header_style="bold")
+    table.add_column("metric")
+    table.add_column("before", justify="right")
+    table.add_column("after", justify="right")
+    table.add_row("loss (first / last step)", _fmt(result.losses[0]), _fmt(result.losses[-1]))
+    for key, value in (result.eval_after or {}).items():
+        before = (result.eval_before or {}).get(key)
+        table.add_row(key, _fmt(before), _fmt(value))
+    table.caption = f"{result.examples} turns, {result.seconds / 60:.1f} CPU min; checkpoint {output}"
+    console.print(table)
+
+
 def main() -> None:
     app()
 

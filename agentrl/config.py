@@ -62,6 +62,21 @@ class TrainConfig:
 
 
 @dataclass
+class SFTConfig:
+    """``agentrl sft``: supervised warm start on demonstrations (see agentrl/sft.py)."""
+
+    epochs: int = 2
+    lr: float = 5e-5
+    batch_turns: int = 16  # turns per optimizer step
+    micro_batch_tokens: int = 4096
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    include_noise: bool = False  # also train on the random (noise) turns of noisy demos
+    eval_episodes: int = 32
+    seed: int = 0
+
+
+@dataclass
 class RunConfig:
     algo: str = "sapo"
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -69,6 +84,7 @@ class RunConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     algorithm: AlgoConfig = field(default_factory=AlgoConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -155,7 +171,7 @@ def from_dict(tree: dict[str, Any]) -> RunConfig:
     algo_cls = get_algorithm(algo_name)
     sections = {
         "env": EnvConfig, "model": ModelConfig, "rollout": RolloutConfig, "train": TrainConfig,
-        "algorithm": algo_cls.config_class,
+        "algorithm": algo_cls.config_class, "sft": SFTConfig,
     }
     unknown = set(tree) - set(sections) - {"algo"}
     if unknown:

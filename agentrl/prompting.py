@@ -35,6 +35,7 @@ class HistoryEntry:
 class Prompt:
     text: str
     ids: list[int]
+    messages: list[dict[str, str]]
 
 
 class PromptBuilder:
@@ -60,22 +61,22 @@ class PromptBuilder:
                 lines.append(f"[step {first + offset}] observation: {entry.observation}")
                 lines.append(f"[step {first + offset}] action: {entry.action}")
         lines.append(f"[step {step}] current observation: {observation}")
-        example = None
         if admissible:
             lines.append("Admissible actions:")
             lines.extend(admissible)
             if any(a.endswith(PLACEHOLDER) for a in admissible):
                 lines.append("(an action ending in [...] takes your own words in place of the dots)")
-            example = admissible[0]
-        lines.append(self.action_format.instruction(example))
+        lines.append(self.action_format.instruction())
         return "\n".join(lines)
 
-    def render(self, task: str, history: Sequence[HistoryEntry], observation: str,
-               admissible: Sequence[str] | None, step: int) -> str:
-        messages = [
+    def messages(self, task: str, history: Sequence[HistoryEntry], observation: str,
+                 admissible: Sequence[str] | None, step: int) -> list[dict[str, str]]:
+        return [
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": self.user_message(task, history, observation, admissible, step)},
         ]
+
+    def render_messages(self, messages: list[dict[str, str]]) -> str:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def build(self, task: str, history: Sequence[HistoryEntry], observation: str,
@@ -87,16 +88,17 @@ class PromptBuilder:
         """
         history = list(history)[-self.history_window:] if self.history_window > 0 else []
         while True:
-            text = self.render(task, history, observation, admissible, step)
+            messages = self.messages(task, history, observation, admissible, step)
+            text = self.render_messages(messages)
             ids = self.encode(text)
             if len(ids) <= self.max_prompt_tokens:
-                return Prompt(text, ids)
+                return Prompt(text, ids, messages)
             if history:
                 history = history[1:]
                 continue
             excess_chars = 4 * (len(ids) - self.max_prompt_tokens) + 32
             if len(observation) <= excess_chars + 64:
-                return Prompt(text, ids)  # nothing more to cut: the caller sees the true length
+                return Prompt(text, ids, messages)  # nothing more to cut: the caller sees the true length
             keep = (len(observation) - excess_chars) // 2
             observation = observation[:keep] + " ... " + observation[-keep:]
 

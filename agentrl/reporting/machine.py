@@ -1,0 +1,88 @@
+"""What machine a benchmark ran on, in words a reader can check.
+
+A timing or memory number means nothing without the machine, so ``bench`` records this next to
+its runs (``OUT/bench.json``) and ``report`` prints it. Only facts read from the system are
+recorded; anything that cannot be read is left out rather than guessed.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def _memory_gib() -> float | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        return None
+    return None
+
+
+def describe_machine(include_accelerators: bool = True) -> dict[str, str]:
+    """A flat ``{field: text}`` description of this machine.
+
+    ``include_accelerators`` imports torch to name the GPUs; ``report`` passes False because it
+    describes the machine that built the report, not the one that ran the runs.
+    """
+    out: dict[str, str] = {"os": platform.platform(), "python": platform.python_version()}
+    cpu = _cpu_model()
+    if cpu:
+        out["cpu"] = cpu
+    if os.cpu_count():
+        out["logical_cores"] = str(os.cpu_count())
+    memory = _memory_gib()
+    if memory is not None:
+        out["memory_gib"] = f"{memory:.1f}"
+    try:
+        from agentrl import __version__
+
+        out["agentrl"] = __version__
+    except ImportError:  # pragma: no cover - the package is always importable here
+        pass
+    if include_accelerators:
+        try:
+            import torch
+
+            out["torch"] = torch.__version__
+            if torch.cuda.is_available():
+                names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+                out["gpus"] = ", ".join(names)
+            else:
+                out["gpus"] = "none"
+        except ImportError:
+            pass
+    return out
+
+
+def machine_line(machine: dict[str, str]) -> str:
+    """One readable line, e.g. ``Intel Xeon ..., 2 logical cores, 23.4 GiB RAM, GPUs: none``."""
+    parts = []
+    if "cpu" in machine:
+        parts.append(machine["cpu"])
+    if "logical_cores" in machine:
+        parts.append(f"{machine['logical_cores']} logical cores")
+    if "memory_gib" in machine:
+        parts.append(f"{machine['memory_gib']} GiB RAM")
+    if "gpus" in machine:
+        parts.append(f"GPUs: {machine['gpus']}")
+    if "os" in machine:
+        parts.append(machine["os"])
+    extras = [f"{k} {machine[k]}" for k in ("python", "torch", "agentrl") if k in machine]
+    if extras:
+        parts.append(", ".join(extras))
+    return "; ".join(parts) if parts else "not recorded"
