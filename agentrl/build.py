@@ -129,16 +129,35 @@ def stop_ids(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> list
     return sorted(ids)
 
 
-def make_backend(policy: Policy, cfg: RolloutConfig, seed: int) -> GenerationBackend:
+def choose_backend(name: str) -> str:
+    """``auto`` is vLLM where it is installed (faster on CPU and GPU, docs/scale.md), else hf."""
+    if name == "auto":
+        from agentrl.backends.vllm import vllm_available
+
+        return "vllm" if vllm_available() else "hf"
+    if name not in ("hf", "vllm"):
+        raise UserError(f"Unknown rollout backend '{name}'; use auto, hf or vllm.")
+    return name
+
+
+def make_backend(policy: Policy, cfg: RolloutConfig, seed: int,
+                 model_cfg: ModelConfig | None = None) -> GenerationBackend:
     banned = policy.value_tokens.ids if policy.value_tokens is not None else []
     stops = stop_ids(policy.tokenizer, policy.model)
-    if cfg.backend == "hf":
+    model_dtype = next(policy.model.parameters()).dtype
+    if choose_backend(cfg.backend) == "hf":
         dtype = None if cfg.generation_dtype == "same" else resolve_dtype(cfg.generation_dtype, policy.device)
         return HFBackend(policy.model, stops, policy.tokenizer.pad_token_id, banned,
                          max_batch_rows=cfg.generation_batch_size, dtype=dtype, seed=seed)
-    if cfg.backend == "vllm":
-        raise UserError("The vllm backend is not available in this build yet; use rollout.backend=hf.")
-    raise UserError(f"Unknown rollout backend '{cfg.backend}'; use hf or vllm.")
+    from agentrl.backends.vllm import VLLMBackend, VLLMOptions
+
+    model_cfg = model_cfg or ModelConfig()
+    dtype = model_dtype if cfg.generation_dtype == "same" else resolve_dtype(cfg.generation_dtype, policy.device)
+    longest = getattr(policy.model.config, "max_position_embeddings", None) or 1 << 20
+    options = VLLMOptions(dtype=dtype, max_model_len=min(longest, cfg.max_prompt_tokens + cfg.max_new_tokens + 256),
+                          gpu_memory_utilization=model_cfg.vllm_gpu_memory_utilization,
+                          cpu_kv_cache_gib=model_cfg.vllm_kv_cache_gib)
+    return VLLMBackend(policy.model, stops, banned, options, seed=seed)
 
 
 def make_engine(policy: Policy, backend: GenerationBackend, cfg: RolloutConfig,

@@ -47,6 +47,10 @@ class ModelConfig:
     lora_alpha: float = 32.0
     lora_dropout: float = 0.0
     gradient_checkpointing: bool = False
+    autocast: Literal["none", "bf16"] = "none"  # bf16: bf16 matmuls, fp32 weights + optimizer state
+    reference_offload: bool = False  # GPU: the frozen reference waits on the CPU between its passes
+    vllm_gpu_memory_utilization: float = 0.3  # vLLM on a GPU: share for its weights + KV cache
+    vllm_kv_cache_gib: float = 2.0  # vLLM on CPU: KV cache size (VLLM_CPU_KVCACHE_SPACE)
 
 
 @dataclass

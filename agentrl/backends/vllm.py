@@ -1,0 +1,330 @@
+"""The vLLM backend: a colocated vLLM engine in the trainer's process, fed token ids.
+
+Why in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): the policy's weights are pushed into the
+live engine after every update with ``collective_rpc("reload_weights", weights_iterator=...)``,
+which hands tensors over by reference only when the engine core runs in this process (with a
+separate engine process every sync would pickle the whole model). The per-request logits
+processor below also reads its per-row state from this process.
+
+What the backend guarantees, as the transformers backend does (see :mod:`agentrl.backends.base`):
+
+* **Bans.** SAPO's value ids get ``-inf`` in a logits processor (not a ``logit_bias`` of -100,
+  which leaves them a tiny probability and shifts every other log-prob a little).
+* **Constrained decoding.** The same per-row :class:`~agentrl.constrained.TrieCursor` objects
+  drive a vLLM logits processor: before each sampling step it advances the row's cursor over the
+  tokens generated so far and masks everything outside the allowed set. It runs before
+  temperature and top-p, like the transformers backend, and records the allowed set of every
+  position, so the trainer can renormalise over the same sets.
+* **Log-probs of the distribution actually sampled.** The engine runs with
+  ``logprobs_mode="processed_logprobs"``: the log-prob of each sampled token after bans,
+  constraint, temperature and top-p (vLLM's default, ``raw_logprobs``, is before all of these).
+  The trainer recomputes them every iteration and logs the mean gap (``rollout/logprob_gap``);
+  with a bf16 engine and fp32 training it measures the dtype's rounding, see docs/scale.md.
+* **Fresh weights.** :meth:`VLLMBackend.sync_weights` pushes the effective weights (LoRA merged on
+  the fly, :func:`agentrl.lora.merged_state_dict`) without touching the disk, then resets the
+  prefix cache: cached KV blocks were computed with the old weights.
+
+The engine starts from a folder holding the policy's *current* config and weights (SmolLM2 grows
+from 49152 to 49154 rows when SAPO adds its value tokens, so the original model folder would not
+fit); the folder is deleted once the engine has loaded it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import logging
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from agentrl.backends.base import Generation, SamplingParams
+from agentrl.constrained import AllowedTokens, TrieCursor, token_budget
+from agentrl.errors import UserError
+from agentrl.lora import base_model_of, merged_state_dict
+
+log = logging.getLogger(__name__)
+
+#: The key under which a request's ``SamplingParams.extra_args`` names its row state.
+EXTRA_KEY = "agentrl_row"
+
+
+def vllm_available() -> bool:
+    """True when vLLM can be imported (without importing it: that takes seconds)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+@dataclass
+class VLLMOptions:
+    """Engine settings. ``None`` means: leave vLLM's own default or environment variable."""
+
+    dtype: torch.dtype = torch.bfloat16
+    max_model_len: int = 4096
+    enforce_eager: bool = True  # torch.compile: ~72 s to start on CPU for ~5% more tokens/s
+    gpu_memory_utilization: float = 0.3  # GPU: share of memory for weights + KV cache
+    cpu_kv_cache_gib: float = 2.0  # CPU: KV cache size (2 GiB holds ~93k tokens of SmolLM2)
+    cpu_threads: str | None = None  # VLLM_CPU_OMP_THREADS_BIND; None: every core of this process
+    prefix_caching: bool = True
+    cache_root: Path | None = None  # VLLM_CACHE_ROOT; None: agentrl's cache folder
+
+
+@dataclass
+class _RowState:
+    """What the logits processor needs for one request, found by its key in ``_ROWS``."""
+
+    banned: torch.Tensor | None
+    cursor: TrieCursor | None
+    budget: int
+    allowed: list[AllowedTokens] = field(default_factory=list)
+    consumed: int = 0  # generated tokens already fed to the cursor
+
+
+_ROWS: dict[int, _RowState] = {}
+_KEYS = itertools.count()
+_PROCESSOR_CLASS: type | None = None
+
+
+def _processor_class() -> type:
+    """The logits processor class, built on first use so that importing this module does not
+    import vLLM."""
+    global _PROCESSOR_CLASS
+    if _PROCESSOR_CLASS is not None:
+        return _PROCESSOR_CLASS
+    from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+
+    class AgentrlLogitsProcessor(LogitsProcessor):
+        """Bans and trie constraints for agentrl's requests; other requests pass untouched.
+
+        vLLM keeps a persistent batch whose rows are added, removed and moved between steps;
+        ``update_state`` mirrors that bookkeeping so ``apply`` knows each row's request. The
+        ``output`` list of an added request is vLLM's live list of its generated tokens.
+        """
+
+        def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool):
+            self.rows: dict[int, tuple[_RowState, list[int]]] = {}
+
+        def is_argmax_invariant(self) -> bool:
+            return False  # it changes which token is most likely: apply it to greedy rows too
+
+        def update_state(self, batch_update: BatchUpdate | None) -> None:
+            if batch_update is None:
+                return
+            for index in batch_update.removed:
+                self.rows.pop(index, None)
+            for index, params, _prompt, output in batch_update.added:
+                extra = getattr(params, "extra_args", None) or {}
+                state = _ROWS.get(extra.get(EXTRA_KEY, -1))
+                if state is None:
+                    self.rows.pop(index, None)
+                else:
+                    self.rows[index] = (state, output)
+            for first, second, direction in batch_update.moved:
+                a, b = self.rows.pop(first, None), self.rows.pop(second, None)
+                if a is not None:
+                    self.rows[second] = a
+                if direction == MoveDirectionality.SWAP and b is not None:
+                    self.rows[first] = b
+
+        def apply(self, logits: torch.Tensor) -> torch.Tensor:
+            for index, (state, output) in self.rows.items():
+                if index >= logits.shape[0]:
+                    continue
+                row = logits[index]
+                if state.banned is not None:
+                    row[state.banned.to(row.device)] = float("-inf")
+                cursor = state.cursor
+                if cursor is None:
+                    continue
+                while state.consumed < len(output):
+                    cursor.advance(int(output[state.consumed]))
+                    state.consumed += 1
+                if cursor.finished:
+                    continue
+                position = len(output)
+                entry = cursor.allowed(state.budget - position)
+                # a step may be replayed (preemption, chunked prefill): overwrite, never append twice
+                del state.allowed[position:]
+                state.allowed.append(entry)
+                _apply_allowed(row, entry)
+            return logits
+
+    _PROCESSOR_CLASS = AgentrlLogitsProcessor
+    return AgentrlLogitsProcessor
+
+
+def _apply_allowed(row: torch.Tensor, entry: AllowedTokens) -> None:
+    ids = torch.tensor(entry.ids, dtype=torch.long, device=row.device)
+    if entry.exclude:
+        if len(ids):
+            row[ids] = float("-inf")
+    else:
+        kept = row[ids].clone()
+        row.fill_(float("-inf"))
+        row[ids] = kept
+
+
+def _cpu_cores() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def default_cpu_threads() -> str:
+    """Every core of this process, or this rank's share under torchrun (``LOCAL_RANK``).
+
+    vLLM's own default binds one thread per NUMA node's first core: ~117 new tokens/s at batch
+    16 against ~203 with both cores of a 2-core machine (docs/scale.md).
+    """
+    cores = _cpu_cores()
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if local_world > 1 and len(cores) >= local_world:
+        cores = cores[local_rank::local_world]
+    return ",".join(str(c) for c in cores)
+
+
+def configure_environment(options: VLLMOptions, device: torch.device) -> None:
+    """vLLM reads these at import and engine start: set them before both."""
+    mode = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")
+    if mode not in (None, "0"):
+        raise UserError("The vllm backend runs its engine in the trainer's process; unset VLLM_ENABLE_V1_MULTIPROCESSING (or set it to 0).")
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+    if options.cache_root is not None:
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(options.cache_root))
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if device.type == "cpu":
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{options.cpu_kv_cache_gib:g}")
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", options.cpu_threads or default_cpu_threads())
+
+
+def save_engine_folder(model: nn.Module, folder: Path, dtype: torch.dtype) -> None:
+    """The policy's config and effective weights (LoRA merged), as a model folder vLLM loads."""
+    from safetensors.torch import save_file
+
+    config = base_model_of(model).config
+    tied = bool(getattr(config, "tie_word_embeddings", False))
+    tensors = {}
+    for name, tensor in merged_state_dict(model):
+        if tied and name == "lm_head.weight":
+            continue  # the engine ties it to the input embedding, as the config says
+        tensors[name] = tensor.to("cpu", dtype=dtype, copy=True).contiguous()
+    config.save_pretrained(folder)
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+class VLLMBackend:
+    name = "vllm"
+
+    def __init__(self, model: nn.Module, stop_ids: Sequence[int], banned_ids: Sequence[int] = (),
+                 options: VLLMOptions | None = None, seed: int = 0):
+        self.policy_model = model
+        self.options = options or VLLMOptions()
+        self.stop_ids = sorted(set(int(i) for i in stop_ids))
+        self.banned = torch.tensor(sorted(set(banned_ids)), dtype=torch.long) if banned_ids else None
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.last_sync_seconds = 0.0
+        self.start_seconds = 0.0
+        self.llm = self._start_engine()
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.policy_model.parameters()).device
+
+    def _start_engine(self):
+        if not vllm_available():
+            raise UserError("rollout.backend=vllm needs vLLM: run `make vllm` (CPU build) or install vllm on a GPU machine.")
+        from agentrl.models import cache_dir
+
+        if self.options.cache_root is None:
+            self.options.cache_root = cache_dir() / "vllm"
+        configure_environment(self.options, self.device)
+        start = time.perf_counter()
+        from vllm import LLM
+
+        root = cache_dir() / "vllm-engines"
+        root.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="engine-", dir=root))
+        try:
+            save_engine_folder(self.policy_model, folder, self.options.dtype)
+            dtype_name = str(self.options.dtype).removeprefix("torch.")
+            kwargs = dict(
+                model=str(folder), skip_tokenizer_init=True, dtype=dtype_name,
+                max_model_len=self.options.max_model_len, enforce_eager=self.options.enforce_eager,
+                logprobs_mode="processed_logprobs", logits_processors=[_processor_class()],
+                seed=self.seed, enable_prefix_caching=self.options.prefix_caching,
+                generation_config="vllm",
+            )
+            if self.device.type == "cuda":
+                kwargs["gpu_memory_utilization"] = self.options.gpu_memory_utilization
+            llm = LLM(**kwargs)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        self.start_seconds = time.perf_counter() - start
+        log.info("vLLM engine started in %.1f s", self.start_seconds)
+        return llm
+
+    @torch.no_grad()
+    def sync_weights(self) -> None:
+        """Push the policy's effective weights into the live engine (no disk), then drop the
+        prefix cache, whose KV blocks belong to the old weights."""
+        start = time.perf_counter()
+        dtype = self.options.dtype
+        config = base_model_of(self.policy_model).config
+        tied = bool(getattr(config, "tie_word_embeddings", False))
+        weights = ((name, tensor.to(dtype)) for name, tensor in merged_state_dict(self.policy_model)
+                   if not (tied and name == "lm_head.weight"))
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.reset_prefix_cache()
+        self.last_sync_seconds = time.perf_counter() - start
+
+    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams,
+                 cursors: Sequence[TrieCursor | None] | None = None) -> list[Generation]:
+        from vllm import SamplingParams as VSamplingParams
+        from vllm.inputs import TokensPrompt
+
+        if not prompts:
+            return []
+        budget = token_budget(params.max_new_tokens, cursors)
+        keys, requests = [], []
+        for i in range(len(prompts)):
+            cursor = cursors[i] if cursors is not None else None
+            key = next(_KEYS)
+            _ROWS[key] = _RowState(self.banned, cursor, budget)
+            keys.append(key)
+            requests.append(VSamplingParams(
+                temperature=max(params.temperature, 0.0), top_p=params.top_p, max_tokens=budget,
+                logprobs=0, stop_token_ids=self.stop_ids, detokenize=False,
+                skip_special_tokens=False, seed=self.rng.randrange(2**62),
+                extra_args={EXTRA_KEY: key},
+            ))
+        try:
+            outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
+                                        requests, use_tqdm=False)
+            out = []
+            for key, cursor, result in zip(keys, cursors or [None] * len(prompts), outputs, strict=True):
+                completion = result.outputs[0]
+                tokens = [int(t) for t in completion.token_ids]
+                logprobs = [float(entry[tok].logprob) for entry, tok in zip(completion.logprobs, tokens, strict=True)]
+                state = _ROWS[key]
+                allowed = state.allowed[: len(tokens)] if cursor is not None else None
+                while cursor is not None and state.consumed < len(tokens):
+                    cursor.advance(tokens[state.consumed])  # the last token never reached apply()
+                    state.consumed += 1
+                if allowed is not None and len(allowed) != len(tokens):
+                    raise RuntimeError("vLLM sampled a constrained token the logits processor never saw")
+                finished = completion.finish_reason == "stop" or (cursor is not None and cursor.finished)
+                out.append(Generation(tokens, logprobs, finished, allowed))
+            return out
+        finally:
+            for key in keys:
+                _ROWS.pop(key, None)
