@@ -104,7 +104,8 @@ class Trainer:
         self.wall_time = 0.0
         if checkpoint is not None:
             self._restore(checkpoint)
-        self.backend = make_backend(self.policy, config.rollout, seed=config.train.seed + 7919 * (self.start_iteration + 1) + rank())
+        self.backend = make_backend(self.policy, config.rollout, seed=config.train.seed + 7919 * (self.start_iteration + 1) + rank(),
+                                    model_cfg=config.model)
         self.engine: RolloutEngine = make_engine(self.policy, self.backend, config.rollout, factory)
         self._eval_engine: RolloutEngine | None = None
         if is_main():
