@@ -30,7 +30,15 @@ import torch
 from agentrl.algorithms import Algorithm, get_algorithm
 from agentrl.build import env_factory, load_for_training, make_backend, make_engine
 from agentrl.config import RunConfig, save_yaml
-from agentrl.distributed import is_main, rank, world_size
+from agentrl.distributed import (
+    global_record,
+    init_from_env,
+    is_main,
+    rank,
+    shutdown,
+    split_groups,
+    world_size,
+)
 from agentrl.envs import r_max as env_r_max
 from agentrl.errors import UserError
 from agentrl.evaluation import episode_metrics, evaluate
@@ -86,6 +94,8 @@ class Trainer:
             raise UserError(f"Cannot resume: no checkpoint in '{self.run_dir}'.")
         if not resume and self.metrics_log.path.exists() and self.metrics_log.read():
             raise UserError(f"Run directory '{self.run_dir}' already holds a run; pass --resume to continue it or choose another run_dir.")
+        # under torchrun (WORLD_SIZE > 1): join the process group before anything else
+        self.owns_process_group = init_from_env(config.model.device)
         seed_everything(config.train.seed + rank())
 
         factory = env_factory(config.env, "train")
@@ -118,9 +128,9 @@ class Trainer:
         cfg = self.config.train
         for iteration in range(self.start_iteration + 1, cfg.iterations + 1):
             record = self.iteration(iteration)
-            if cfg.eval_episodes and cfg.eval_every and iteration % cfg.eval_every == 0 and iteration != cfg.iterations:
+            if cfg.eval_episodes and cfg.eval_every and iteration % cfg.eval_every == 0 and iteration != cfg.iterations and is_main():
                 record.update(self.run_eval(iteration))
-            if iteration == cfg.iterations and cfg.eval_episodes:
+            if iteration == cfg.iterations and cfg.eval_episodes and is_main():
                 result.final_eval = self.run_eval(iteration)
                 record.update(result.final_eval)
             if is_main():
@@ -145,7 +155,7 @@ class Trainer:
         k = self.algorithm.rollouts_per_task()
         seeds = task_seeds(cfg.train.seed, iteration, cfg.rollout.tasks_per_iteration)
         tasks = [Task(seed=s, group=g) for g, s in enumerate(seeds) for _ in range(k)]
-        tasks = tasks[rank()::world_size()] if world_size() > 1 else tasks
+        tasks = split_groups(tasks, rank(), world_size())  # whole groups per rank (GRPO)
         with timer.phase("rollout"):
             rollout = self.engine.run(tasks)
         trajectories = rollout.trajectories
@@ -174,6 +184,7 @@ class Trainer:
         record.update(peak_memory())
         record.update(timer.peaks)
         record.update(count_parameters(*self.algorithm.modules()))
+        record = global_record(record, len(trajectories), rollout.turns)  # the global batch
         if is_main():
             self._write_samples(iteration, trajectories)
         return record
@@ -262,6 +273,8 @@ class Trainer:
         self.engine.pool.close()
         if self._eval_engine is not None:
             self._eval_engine.pool.close()
+        if self.owns_process_group:
+            shutdown()
 
 
 def train(config: RunConfig, resume: bool = False,
