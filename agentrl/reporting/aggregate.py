@@ -1,0 +1,156 @@
+"""Numbers over seeds: mean ± std, curves on a common axis, per-phase cost.
+
+Conventions (stated in every report): ``std`` is the sample standard deviation over seeds
+(``ddof=1``), undefined for one seed; a seed's number for a cost is its mean over iterations;
+curves of several seeds are interpolated linearly onto the x values any seed recorded, within
+the range every seed reached, so a band never extrapolates a seed past its last record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentrl.reporting.runs import Run, RunGroup
+
+#: The phases of one iteration, in the order they run, with the names readers see.
+PHASES: tuple[tuple[str, str], ...] = (
+    ("time/rollout", "rollout"),
+    ("time/old_logprob", "old log-probs"),
+    ("time/value_inference", "value inference"),
+    ("time/ref_logprob", "reference log-probs"),
+    ("time/actor_update", "actor update"),
+    ("time/critic_update", "critic update"),
+)
+OTHER_PHASE = "other (untimed)"  # weight sync, advantages, bookkeeping
+
+
+@dataclass(frozen=True)
+class MeanStd:
+    mean: float
+    std: float | None  # None with fewer than two values
+    n: int
+
+    def format(self, scale: float = 1.0, digits: int = 3, unit: str = "") -> str:
+        """``"62.5 ± 17.7"`` (``unit`` appended); one value prints without a ``±``."""
+        text = f"{self.mean * scale:.{digits}f}"
+        if self.std is not None:
+            text += f" ± {self.std * scale:.{digits}f}"
+        return text + unit
+
+
+def mean_std(values: Sequence[float]) -> MeanStd | None:
+    """Mean and sample std (ddof=1) of finite values; None when there are none."""
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return None
+    mean = sum(finite) / len(finite)
+    std = None
+    if len(finite) > 1:
+        std = math.sqrt(sum((v - mean) ** 2 for v in finite) / (len(finite) - 1))
+    return MeanStd(mean, std, len(finite))
+
+
+@dataclass
+class Band:
+    """A mean curve over seeds with its std (None for one seed)."""
+
+    x: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray | None
+    seeds: int
+
+
+def band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]) -> Band | None:
+    """Mean ± std of several ``(x, y)`` curves on a common x grid.
+
+    The grid is every x any curve recorded, kept within ``[max of first x, min of last x]`` so
+    each seed is interpolated, never extrapolated. When the ranges do not overlap (one
+    iteration each at different x), the curves are aligned by index instead, at the mean x.
+    """
+    cleaned = []
+    for xs, ys in curves:
+        pairs = sorted((float(a), float(b)) for a, b in zip(xs, ys, strict=True)
+                       if math.isfinite(a) and math.isfinite(b))
+        if pairs:
+            cleaned.append((np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])))
+    if not cleaned:
+        return None
+    if len(cleaned) == 1:
+        x, y = cleaned[0]
+        return Band(x, y, None, 1)
+    low = max(x[0] for x, _ in cleaned)
+    high = min(x[-1] for x, _ in cleaned)
+    grid = np.unique(np.concatenate([x for x, _ in cleaned]))
+    grid = grid[(grid >= low) & (grid <= high)]
+    if len(grid) == 0:
+        length = min(len(x) for x, _ in cleaned)
+        grid = np.mean([x[:length] for x, _ in cleaned], axis=0)
+        stacked = np.stack([y[:length] for _, y in cleaned])
+    else:
+        stacked = np.stack([np.interp(grid, x, y) for x, y in cleaned])
+    return Band(grid, stacked.mean(axis=0), stacked.std(axis=0, ddof=1), len(cleaned))
+
+
+def curve(run: Run, key: str, x_key: str) -> tuple[list[float], list[float]]:
+    """``(x, y)`` of ``key`` against ``x_key`` (``env_steps``, ``wall_time`` or ``iteration``)."""
+    xs, ys = [], []
+    for record, value in run.values(key):
+        x = record.get(x_key)
+        if isinstance(x, (int, float)):
+            xs.append(float(x))
+            ys.append(value)
+    return xs, ys
+
+
+def group_band(group: RunGroup, key: str, x_key: str) -> Band | None:
+    return band([curve(run, key, x_key) for run in group.runs if run.has(key)])
+
+
+def run_mean(run: Run, key: str) -> float | None:
+    values = [v for _, v in run.values(key)]
+    return sum(values) / len(values) if values else None
+
+
+def run_max(run: Run, key: str) -> float | None:
+    values = [v for _, v in run.values(key)]
+    return max(values) if values else None
+
+
+def over_seeds(group: RunGroup, per_run) -> MeanStd | None:
+    """Mean ± std over the group's seeds of ``per_run(run)`` (runs giving None left out)."""
+    return mean_std([v for v in (per_run(run) for run in group.runs) if v is not None])
+
+
+@dataclass
+class PhaseCost:
+    """Seconds per iteration by phase for one group (each a mean ± std over seeds)."""
+
+    phases: dict[str, MeanStd | None]  # display name -> cost
+    other: MeanStd | None
+    total: MeanStd | None
+
+
+def phase_cost(group: RunGroup) -> PhaseCost:
+    phases = {name: over_seeds(group, lambda r, k=key: run_mean(r, k)) for key, name in PHASES}
+
+    def other(run: Run) -> float | None:
+        total = run_mean(run, "time/iteration")
+        if total is None:
+            return None
+        parts = [run_mean(run, key) for key, _ in PHASES]
+        return max(0.0, total - sum(p for p in parts if p is not None))
+
+    return PhaseCost(phases, over_seeds(group, other),
+                     over_seeds(group, lambda r: run_mean(r, "time/iteration")))
+
+
+def final_eval_value(run: Run, key: str) -> float | None:
+    record = run.last_eval()
+    if record is None:
+        return None
+    value = record.get(key)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None

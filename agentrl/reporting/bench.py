@@ -1,0 +1,379 @@
+"""``agentrl bench``: several algorithms, several seeds, one like-for-like setting.
+
+Like-for-like means a comparison changes only the algorithm:
+
+* the same env, splits and model, and the same sampling settings (one config for all);
+* the same task seeds: run ``seed<k>`` of every algorithm sets ``train.seed = k``, and the trainer
+  draws iteration i's task seeds from (train.seed, i), so seed k of SAPO and of PPO play the same
+  tasks (GRPO plays the first ``T / group_size`` of them, k times each), and evaluation always
+  uses eval seeds 0..N-1;
+* the same number of trajectories T per iteration: ``rollout.tasks_per_iteration`` is set to
+  ``T // rollouts_per_task`` (GRPO's group size; 1 for SAPO and PPO), so GRPO's k rollouts
+  count toward T. T not divisible by an algorithm's group size is an error, not a rounding.
+
+Settings in the config's ``algorithm`` section (or ``--set algorithm.x=...``) apply to the
+algorithms that have them (``group_size`` to GRPO only); a key no selected algorithm has is an
+error, as anywhere else in agentrl.
+
+Runs go to ``OUT/<algo>/seed<k>/`` and run one after another in this process. A finished run
+(``summary.json``) is skipped; one with a checkpoint is resumed; asking for more iterations than
+a finished run has extends it from its last checkpoint. A run directory made with other settings
+is an error (pick another OUT) so that a resumed benchmark can never mix settings.
+``OUT/bench.json`` records each invocation: the command, the machine, dates and what was done
+to each run; ``agentrl report`` prints it.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentrl.config import RunConfig, build_config, load_yaml, parse_override
+from agentrl.errors import UserError
+from agentrl.reporting.machine import describe_machine
+from agentrl.reporting.runs import flatten
+
+#: Settings allowed to differ between a run directory on disk and the bench that reuses it.
+REUSABLE_DIFFERENCES = frozenset({"train.iterations", "train.run_dir"})
+
+
+@dataclass
+class PlannedRun:
+    algo: str
+    seed: int
+    run_dir: Path
+    config: RunConfig
+    rollouts_per_task: int
+    action: str = "fresh"  # fresh | resume | extend | restart | skip
+
+
+@dataclass
+class BenchPlan:
+    out: Path
+    trajectories: int
+    runs: list[PlannedRun]
+    command: str = ""
+
+
+@dataclass
+class RunStatus:
+    """One row of the live table."""
+
+    run: PlannedRun
+    state: str = "queued"
+    iteration: int = 0
+    record: dict[str, Any] = field(default_factory=dict)
+    started: float | None = None
+    finished: float | None = None
+    warning: str = ""
+
+
+def parse_algos(text: str) -> list[str]:
+    """``"sapo, ppo,grpo"`` -> ``["sapo", "ppo", "grpo"]`` (each must be registered)."""
+    from agentrl.algorithms import get_algorithm
+
+    names = []
+    for part in text.split(","):
+        name = part.strip().lower()
+        if not name:
+            continue
+        get_algorithm(name)  # one sentence naming the known algorithms when unknown
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise UserError("--algos names no algorithm; give e.g. --algos sapo,ppo,grpo.")
+    return names
+
+
+def rollouts_per_task(config: RunConfig) -> int:
+    """How many trajectories one task yields for ``config.algo``.
+
+    Read from the algorithm's config (``group_size``, as ``agentrl algos`` does) rather than
+    from an algorithm instance, which would need a model. The first iteration's record checks
+    it: bench warns when ``trajectories / iteration`` is not the planned T.
+    """
+    value = getattr(config.algorithm, "group_size", 1)
+    return int(value) if isinstance(value, int) and value > 0 else 1
+
+
+def _set_dotted(tree: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    node = tree
+    for part in path[:-1]:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[path[-1]] = value
+
+
+def _algorithm_fields(algo: str) -> set[str]:
+    import dataclasses
+
+    from agentrl.algorithms import get_algorithm
+
+    return {f.name for f in dataclasses.fields(get_algorithm(algo).config_class)}
+
+
+def plan_bench(algos: Sequence[str], out: Path, *, env: str | None = None, model: str | None = None,
+               config_path: Path | None = None, overrides: Sequence[str] = (), seeds: int = 3,
+               first_seed: int = 0, iterations: int | None = None, trajectories: int | None = None,
+               eval_episodes: int | None = None, command: str = "") -> BenchPlan:
+    """The runs a bench will make, each with its resolved config and what to do with it."""
+    if seeds < 1:
+        raise UserError(f"--seeds must be at least 1, not {seeds}.")
+    if iterations is not None and iterations < 1:
+        raise UserError(f"--iterations must be at least 1, not {iterations}.")
+    if trajectories is not None and trajectories < 1:
+        raise UserError(f"--trajectories must be at least 1, not {trajectories}.")
+    if eval_episodes is not None and eval_episodes < 0:
+        raise UserError(f"--eval-episodes cannot be negative ({eval_episodes}).")
+    tree: dict[str, Any] = load_yaml(config_path) if config_path is not None else {}
+    for text in overrides:
+        path, value = parse_override(text)
+        _set_dotted(tree, path, value)
+    algorithm_section = tree.get("algorithm") or {}
+    if not isinstance(algorithm_section, dict):
+        raise UserError(f"Config section 'algorithm' must be a mapping, not {algorithm_section!r}.")
+    fields = {algo: _algorithm_fields(algo) for algo in algos}
+    for key in algorithm_section:
+        if not any(key in names for names in fields.values()):
+            raise UserError(f"None of {', '.join(algos)} has the setting 'algorithm.{key}'.")
+
+    def tree_for(algo: str) -> dict[str, Any]:
+        own = copy.deepcopy(tree)
+        own["algorithm"] = {k: v for k, v in algorithm_section.items() if k in fields.get(algo, set())}
+        own["algo"] = algo
+        return own
+
+    if trajectories is None:
+        own_algo = str(tree.get("algo", RunConfig.algo)).lower()
+        if own_algo not in fields:
+            fields[own_algo] = _algorithm_fields(own_algo)
+        base = build_config(env=env, model=model, base=tree_for(own_algo))
+        trajectories = base.rollout.tasks_per_iteration * rollouts_per_task(base)
+
+    runs = []
+    for algo in algos:
+        for seed in range(first_seed, first_seed + seeds):
+            own = tree_for(algo)
+            run_dir = out / algo / f"seed{seed}"
+            _set_dotted(own, ["train", "seed"], seed)
+            _set_dotted(own, ["train", "run_dir"], str(run_dir))
+            if iterations is not None:
+                _set_dotted(own, ["train", "iterations"], iterations)
+            if eval_episodes is not None:
+                _set_dotted(own, ["train", "eval_episodes"], eval_episodes)
+            cfg = build_config(algo=algo, env=env, model=model, base=own)
+            k = rollouts_per_task(cfg)
+            if trajectories % k:
+                raise UserError(f"{trajectories} trajectories per iteration is not a multiple of "
+                                f"{algo}'s {k} rollouts per task; choose --trajectories divisible by {k}.")
+            cfg.rollout.tasks_per_iteration = trajectories // k
+            planned = PlannedRun(algo, seed, run_dir, cfg, k)
+            planned.action = existing_action(planned)
+            runs.append(planned)
+    return BenchPlan(out, trajectories, runs, command)
+
+
+def _normalised(tree: dict[str, Any]) -> dict[str, Any]:
+    return flatten(yaml.safe_load(yaml.safe_dump(tree, sort_keys=True)) or {})
+
+
+def existing_action(planned: PlannedRun) -> str:
+    """What to do with ``planned.run_dir`` as it is on disk (fresh, skip, resume, extend, restart)."""
+    from agentrl.trainer import latest_checkpoint
+
+    folder = planned.run_dir
+    saved_path = folder / "config.yaml"
+    if not saved_path.is_file():
+        return "fresh"
+    try:
+        saved = yaml.safe_load(saved_path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"'{saved_path}' is not readable YAML ({exc}); move that run away.") from exc
+    old, new = _normalised(saved), _normalised(planned.config.to_dict())
+    differing = sorted(k for k in set(old) | set(new)
+                       if k not in REUSABLE_DIFFERENCES and old.get(k) != new.get(k))
+    if differing:
+        shown = "; ".join(f"{k}: {old.get(k)!r} there, {new.get(k)!r} now" for k in differing[:3])
+        raise UserError(f"'{folder}' holds a run made with other settings ({shown}); choose another "
+                        "output directory or remove it.")
+    has_checkpoint = latest_checkpoint(folder) is not None
+    if (folder / "summary.json").is_file():
+        done = int((saved.get("train") or {}).get("iterations", 0))
+        if done >= planned.config.train.iterations:
+            return "skip"
+        if not has_checkpoint:
+            raise UserError(f"'{folder}' finished {done} iterations and has no checkpoint to extend "
+                            f"to {planned.config.train.iterations}; choose another output directory.")
+        return "extend"
+    if has_checkpoint:
+        return "resume"
+    metrics = folder / "metrics.jsonl"
+    if metrics.is_file() and metrics.read_text().strip():
+        return "restart"
+    return "fresh"
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "-"
+
+
+def live_table(plan: BenchPlan, statuses: Sequence[RunStatus]) -> Any:
+    """The rich table shown while the bench runs: one row per run."""
+    from rich.table import Table
+
+    table = Table(title=f"agentrl bench -> {plan.out}  ({plan.trajectories} trajectories / iteration)",
+                  header_style="bold")
+    for name, justify in (("algo", "left"), ("seed", "right"), ("state", "left"), ("iteration", "right"),
+                          ("success", "right"), ("return", "right"), ("eval success", "right"),
+                          ("time/iteration (s)", "right"), ("elapsed (s)", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    now = time.monotonic()
+    for status in statuses:
+        planned = status.run.config.train.iterations
+        elapsed = ""
+        if status.started is not None:
+            elapsed = f"{(status.finished or now) - status.started:.0f}"
+        state = status.state + (f" ({status.warning})" if status.warning else "")
+        table.add_row(status.run.algo, str(status.run.seed), state, f"{status.iteration}/{planned}",
+                      _fmt(status.record.get("rollout/success_rate")), _fmt(status.record.get("rollout/return")),
+                      _fmt(status.record.get("eval/success_rate")), _fmt(status.record.get("time/iteration"), 1),
+                      elapsed)
+    return table
+
+
+class Manifest:
+    """``OUT/bench.json``: every bench invocation on this folder, appended, never rewritten away."""
+
+    def __init__(self, plan: BenchPlan):
+        self.path = plan.out / "bench.json"
+        data: dict[str, Any] = {}
+        if self.path.is_file():
+            try:
+                data = json.loads(self.path.read_text())
+            except json.JSONDecodeError:
+                data = {}
+        self.data = data
+        self.data["trajectories_per_iteration"] = plan.trajectories
+        self.session: dict[str, Any] = {
+            "command": plan.command,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "finished": None,
+            "machine": describe_machine(),
+            "runs": [{"algo": r.algo, "seed": r.seed, "run_dir": str(r.run_dir.resolve()),
+                      "action": r.action, "state": "queued"} for r in plan.runs],
+        }
+        self.data.setdefault("sessions", []).append(self.session)
+
+    def update(self, index: int, state: str, warning: str = "") -> None:
+        self.session["runs"][index]["state"] = state
+        if warning:
+            self.session["runs"][index]["warning"] = warning
+        self.write()
+
+    def finish(self) -> None:
+        self.session["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        self.write()
+
+    def write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
+
+
+def _clear_partial(folder: Path) -> None:
+    """A run that wrote records but no checkpoint cannot be resumed: drop what it wrote."""
+    for name in ("metrics.jsonl", "summary.json", "config.yaml"):
+        (folder / name).unlink(missing_ok=True)
+    for name in ("eval", "samples", "checkpoints"):
+        shutil.rmtree(folder / name, ignore_errors=True)
+
+
+def _release_memory() -> None:
+    """Free the finished run's model before the next one so peak memory is its own."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def run_bench(plan: BenchPlan, console: Any | None = None,
+              on_iteration: Callable[[PlannedRun, dict[str, Any]], None] | None = None) -> list[RunStatus]:
+    """Run every planned run in order, showing a live table on ``console`` (rich)."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from agentrl.trainer import Trainer
+
+    console = console or Console()
+    plan.out.mkdir(parents=True, exist_ok=True)
+    statuses = [RunStatus(r, state="done (kept)" if r.action == "skip" else "queued") for r in plan.runs]
+    for status in statuses:
+        if status.run.action == "skip":
+            status.iteration = status.run.config.train.iterations
+            status.record = _last_record(status.run.run_dir)
+    manifest = Manifest(plan)
+    manifest.write()
+    with Live(console=console, refresh_per_second=2, get_renderable=lambda: live_table(plan, statuses)):
+        for index, status in enumerate(statuses):
+            planned = status.run
+            if planned.action == "skip":
+                manifest.update(index, "skipped")
+                continue
+            if planned.action == "restart":
+                _clear_partial(planned.run_dir)
+            status.state = {"resume": "resuming", "extend": "extending"}.get(planned.action, "loading")
+            status.started = time.monotonic()
+            trainer = None
+            try:
+                trainer = Trainer(planned.config, resume=planned.action in ("resume", "extend"))
+                status.iteration = trainer.start_iteration
+                status.state = "running"
+                manifest.update(index, "running")
+
+                def record_iteration(record: dict[str, Any], status: RunStatus = status) -> None:
+                    status.iteration = int(record.get("iteration", status.iteration))
+                    status.record = record
+                    seen, it = record.get("trajectories"), record.get("iteration")
+                    if isinstance(seen, (int, float)) and isinstance(it, int) and seen != plan.trajectories * it:
+                        status.warning = f"{seen / it:g} trajectories/iteration, not {plan.trajectories}"
+                    if on_iteration is not None:
+                        on_iteration(status.run, record)
+
+                trainer.train(record_iteration)
+                status.state = "done"
+            except BaseException:
+                status.state = "failed"
+                manifest.update(index, "failed")
+                raise
+            finally:
+                status.finished = time.monotonic()
+                if trainer is not None:
+                    trainer.close()
+                del trainer
+                _release_memory()
+            manifest.update(index, "done", status.warning)
+    manifest.finish()
+    return statuses
+
+
+def _last_record(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "metrics.jsonl"
+    lines = [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    try:
+        return json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        return {}
+

@@ -1,0 +1,313 @@
+"""Reading run directories (what :class:`agentrl.trainer.Trainer` writes) for reports.
+
+A run directory holds ``config.yaml`` and ``metrics.jsonl`` (one record per iteration, eval
+numbers merged into the record of the iteration they ran after), ``eval/iter_N.jsonl`` (the
+evaluation episodes with the V/Q the algorithm read), and ``summary.json`` once finished. A
+report argument may be a run directory or any folder holding run directories (a ``bench``
+output), so ``agentrl report OUT`` finds every seed of every algorithm.
+
+Runs are grouped by their settings with the seed left out: runs that differ only in their seed
+are seeds of one group; two SAPO groups that differ in, say, ``algorithm.value_squash`` are
+labelled by that difference.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentrl.errors import UserError
+
+#: Settings that do not change what a run learns or measures; they never split groups.
+BOOKKEEPING_KEYS = frozenset({
+    "train.seed", "train.run_dir", "train.iterations", "train.save_every",
+    "train.samples_per_iteration", "train.eval_every",
+})
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "config.yaml").is_file() and (path / "metrics.jsonl").is_file()
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; ``env.kwargs`` stays one value (it is one setting)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and name != "env.kwargs":
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def show_value(value: Any) -> str:
+    """A setting as text, compact and stable (mappings as inline YAML)."""
+    if isinstance(value, (dict, list)):
+        return yaml.safe_dump(value, default_flow_style=True, sort_keys=True).strip()
+    if value is None:
+        return "null"
+    return str(value)
+
+
+@dataclass
+class BenchSession:
+    """What ``agentrl bench`` recorded about the invocation that last touched a run."""
+
+    command: str
+    started: str
+    finished: str | None
+    machine: dict[str, str]
+    action: str  # fresh, resumed, extended, restarted, skipped
+
+
+@dataclass
+class Run:
+    path: Path
+    config: dict[str, Any]
+    records: list[dict[str, Any]]
+    summary: dict[str, Any] | None = None
+    bench: BenchSession | None = None
+    skipped_lines: int = 0
+
+    @property
+    def algo(self) -> str:
+        return str(self.config.get("algo", "?"))
+
+    @property
+    def seed(self) -> int | None:
+        value = (self.config.get("train") or {}).get("seed")
+        return value if isinstance(value, int) else None
+
+    @property
+    def planned_iterations(self) -> int | None:
+        value = (self.config.get("train") or {}).get("iterations")
+        return value if isinstance(value, int) else None
+
+    @property
+    def done_iterations(self) -> int:
+        return int(self.records[-1].get("iteration", len(self.records))) if self.records else 0
+
+    @property
+    def finished(self) -> bool:
+        return self.summary is not None
+
+    @property
+    def flat_config(self) -> dict[str, Any]:
+        return flatten(self.config)
+
+    def values(self, key: str) -> list[tuple[dict[str, Any], float]]:
+        """``(record, value)`` for every record where ``key`` is a finite number."""
+        out = []
+        for record in self.records:
+            value = record.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                out.append((record, float(value)))
+        return out
+
+    def has(self, key: str) -> bool:
+        return bool(self.values(key))
+
+    def last_eval(self) -> dict[str, Any] | None:
+        """The latest record that carries eval numbers (the final eval of a finished run)."""
+        for record in reversed(self.records):
+            if isinstance(record.get("eval/success_rate"), (int, float)):
+                return record
+        return None
+
+    def eval_files(self) -> list[Path]:
+        folder = self.path / "eval"
+        return sorted(folder.glob("iter_*.jsonl")) if folder.is_dir() else []
+
+    def eval_episodes(self, iteration: int | None = None) -> tuple[int, list[dict[str, Any]]] | None:
+        """``(iteration, episodes)`` from ``eval/iter_N.jsonl``: ``iteration`` or the latest."""
+        files = self.eval_files()
+        if iteration is not None:
+            files = [f for f in files if _iteration_of(f) == iteration]
+        if not files:
+            return None
+        chosen = files[-1]
+        episodes = []
+        for line in chosen.read_text().splitlines():
+            if line.strip():
+                try:
+                    episodes.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+        return _iteration_of(chosen), episodes
+
+    def command(self) -> str:
+        """The command that redoes this run: its resolved config says everything."""
+        return f"agentrl run {self.algo} --config {self.path / 'config.yaml'}"
+
+
+def _iteration_of(path: Path) -> int:
+    try:
+        return int(path.stem.split("_", 1)[1])
+    except (IndexError, ValueError):
+        return -1
+
+
+@dataclass
+class RunGroup:
+    """The seeds of one algorithm (and setting): what a curve with a band is drawn from."""
+
+    label: str
+    algo: str
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def seeds(self) -> list[int | None]:
+        return [r.seed for r in self.runs]
+
+    def with_key(self, key: str) -> list[Run]:
+        return [r for r in self.runs if r.has(key)]
+
+
+# --- loading ---------------------------------------------------------------------------------------
+
+
+def load_run(path: Path) -> Run:
+    """Read one run directory; a broken config or metrics file is the user's to fix."""
+    config_path = path / "config.yaml"
+    try:
+        config = yaml.safe_load(config_path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UserError(f"'{config_path}' cannot be read as an agentrl run config ({exc}).") from exc
+    if not isinstance(config, dict) or "algo" not in config:
+        raise UserError(f"'{config_path}' is not an agentrl run config (it has no 'algo').")
+    by_iteration: dict[int, dict[str, Any]] = {}
+    lines = (path / "metrics.jsonl").read_text().splitlines()
+    skipped = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines):  # a run killed while writing its last line
+                skipped += 1
+                continue
+            raise UserError(f"'{path / 'metrics.jsonl'}' line {number} is not JSON ({exc.msg}).") from exc
+        if isinstance(record, dict) and isinstance(record.get("iteration"), int):
+            by_iteration[record["iteration"]] = record  # a resumed run rewrote it: keep the last
+    summary = None
+    if (path / "summary.json").is_file():
+        try:
+            summary = json.loads((path / "summary.json").read_text())
+        except json.JSONDecodeError:
+            summary = None
+    records = [by_iteration[i] for i in sorted(by_iteration)]
+    return Run(path, config, records, summary, _bench_session(path), skipped)
+
+
+def _bench_session(path: Path) -> BenchSession | None:
+    """The latest ``bench.json`` session that touched this run (bench puts it two levels up)."""
+    resolved = path.resolve()
+    for folder in (resolved.parent.parent, resolved.parent):
+        manifest = folder / "bench.json"
+        if not manifest.is_file():
+            continue
+        try:
+            data = json.loads(manifest.read_text())
+        except json.JSONDecodeError:
+            return None
+        for session in reversed(data.get("sessions", [])):
+            for run in session.get("runs", []):
+                if Path(run.get("run_dir", "")).resolve() == resolved:
+                    return BenchSession(session.get("command", ""), session.get("started", ""),
+                                        session.get("finished"), session.get("machine", {}),
+                                        run.get("action", ""))
+    return None
+
+
+def discover_runs(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
+    """Every run under ``paths`` (run dirs, or folders holding them), and notes on runs left out.
+
+    Raises :class:`UserError` for a path that does not exist, a file, a folder with no run in
+    it, or when no run has a single iteration recorded.
+    """
+    if not paths:
+        raise UserError("Give at least one run directory (or a folder of runs, e.g. a bench output).")
+    found: list[Path] = []
+    for path in paths:
+        if not path.exists():
+            raise UserError(f"'{path}' does not exist.")
+        if not path.is_dir():
+            raise UserError(f"'{path}' is a file, not a run directory.")
+        if is_run_dir(path):
+            found.append(path)
+            continue
+        inside = sorted(p.parent for p in path.rglob("metrics.jsonl")
+                        if is_run_dir(p.parent) and "checkpoints" not in p.parts)
+        if not inside:
+            raise UserError(f"'{path}' is not a run directory (no config.yaml and metrics.jsonl) "
+                            "and holds none.")
+        found.extend(inside)
+    seen: set[Path] = set()
+    runs, notes = [], []
+    for path in found:
+        key = path.resolve()
+        if key in seen:
+            continue
+        seen.add(key)
+        run = load_run(path)
+        if not run.records:
+            notes.append(f"{path}: left out, no iteration recorded yet.")
+            continue
+        runs.append(run)
+    if not runs:
+        raise UserError("None of the runs has a recorded iteration yet; nothing to report.")
+    return runs, notes
+
+
+def group_runs(runs: Iterable[Run]) -> list[RunGroup]:
+    """Runs with equal settings (seed and bookkeeping left out) form one group.
+
+    Groups are ordered sapo, ppo, grpo, then others by name; a label is the algorithm's name,
+    plus the settings that set it apart when one algorithm has several groups.
+    """
+    by_key: dict[str, list[Run]] = {}
+    for run in runs:
+        settings = {k: v for k, v in run.flat_config.items() if k not in BOOKKEEPING_KEYS}
+        key = json.dumps(settings, sort_keys=True, default=str)
+        by_key.setdefault(key, []).append(run)
+    groups = []
+    per_algo: dict[str, list[list[Run]]] = {}
+    for members in by_key.values():
+        per_algo.setdefault(members[0].algo, []).append(members)
+    for algo, variants in per_algo.items():
+        varying = _varying_keys([m[0] for m in variants])
+        for members in variants:
+            members.sort(key=lambda r: (r.seed is None, r.seed or 0, str(r.path)))
+            label = algo
+            if len(variants) > 1:
+                flat = members[0].flat_config
+                label += " (" + ", ".join(f"{k.split('.')[-1]}={show_value(flat.get(k))}"
+                                          for k in varying) + ")"
+            groups.append(RunGroup(label, algo, members))
+    order = {"sapo": 0, "ppo": 1, "grpo": 2}
+    groups.sort(key=lambda g: (order.get(g.algo, 3), g.label))
+    return groups
+
+
+def _varying_keys(runs: Sequence[Run]) -> list[str]:
+    flats = [{k: v for k, v in r.flat_config.items() if k not in BOOKKEEPING_KEYS} for r in runs]
+    keys = sorted(set().union(*flats)) if flats else []
+    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flats}) > 1]
+
+
+def settings_table(groups: Sequence[RunGroup]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(settings shared by every group, {setting: value per group} for those that differ)."""
+    firsts = [g.runs[0] for g in groups]
+    flats = [{k: v for k, v in r.flat_config.items() if k not in BOOKKEEPING_KEYS} for r in firsts]
+    varying = set(_varying_keys(firsts))
+    shared = {k: show_value(v) for k, v in sorted(flats[0].items()) if k not in varying}
+    differing = {k: [show_value(f[k]) if k in f else "-" for f in flats] for k in sorted(varying)}
+    return shared, differing

@@ -1,0 +1,486 @@
+"""``agentrl bench`` and ``agentrl report``: planning, resuming, the numbers, the files, the errors.
+
+Most tests use run directories written by hand (:func:`write_synthetic_runs`: three algorithms
+x two seeds on ALFWorld-like task types), so every number in the report can be checked against
+a value worked out here from the metrics files. One test runs the real thing: ``bench`` with the
+tiny model on KeyDoor (2 algorithms x 2 seeds x 2 iterations, eval on) and then ``report``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentrl.config import build_config, save_yaml
+from agentrl.errors import UserError
+
+ROOT = Path(__file__).resolve().parent.parent
+TYPES = ("pick_and_place", "look_at_obj_in_light")
+
+# Per algorithm: eval success per seed, time/iteration per seed, peak RSS per seed per iteration,
+# the last explained variances, GRPO's collapse shares. Chosen so the means are easy by hand.
+SYNTHETIC = {
+    "sapo": {"eval": (0.5, 0.75), "time": (4.0, 6.0), "rss": ((1.0, 1.2, 1.1), (1.3, 1.3, 1.3)),
+             "ev_v": (0.4, 0.6), "ev_q": (0.2, None),
+             "types": {"pick_and_place": (1.0, 0.5), "look_at_obj_in_light": (0.0, 1.0)}},
+    "ppo": {"eval": (0.25, 0.25), "time": (8.0, 10.0), "rss": ((2.0, 2.0, 2.0), (2.2, 2.1, 2.0)),
+            "ev_v": (0.1, 0.3),
+            "types": {"pick_and_place": (0.5, 0.5), "look_at_obj_in_light": (0.0, 0.0)}},
+    "grpo": {"eval": (0.5, 0.25), "time": (5.0, 5.0), "rss": ((1.0, 1.0, 1.0), (1.0, 1.0, 1.0)),
+             "collapse": ((0.5, 0.25, 0.0), (1.0, 0.5, 0.5)),
+             "types": {"pick_and_place": (1.0, 0.0), "look_at_obj_in_light": (0.0, 0.5)}},
+}
+PHASE_SHARE = {"time/rollout": 0.5, "time/old_logprob": 0.1, "time/ref_logprob": 0.05,
+               "time/actor_update": 0.2}
+PPO_ONLY_SHARE = {"time/value_inference": 0.05, "time/critic_update": 0.05}
+
+
+def _episode(won: bool, algo: str, seed: int) -> dict:
+    """An eval episode as the trainer writes it (values only for SAPO and PPO)."""
+    turns = []
+    for t in range(3):
+        last = t == 2
+        turn = {"observation": f"You are in room {t}. <b>bold</b> | pipe", "reply": "<action>go</action>",
+                "action": "go north" if t else "look", "valid": t != 1, "reward": 10.0 if (won and last) else 0.0,
+                "terminated": won and last, "truncated": (not won) and last}
+        if algo in ("sapo", "ppo"):
+            turn["V"] = (2.0 + 3.0 * t) if won else (1.0 - 0.5 * t)
+            if algo == "sapo":
+                turn["Q"] = turn["V"] + 0.5
+        turns.append(turn)
+    return {"task_seed": seed * 10 + int(won), "task": "put a clean mug in shelf.", "task_type": TYPES[0],
+            "won": won, "score": float(won), "return": 10.0 if won else 0.0, "turns": turns}
+
+
+def write_synthetic_runs(root: Path) -> Path:
+    """Three algorithms x two seeds x three iterations under ``root/<algo>/seed<k>``."""
+    for algo, spec in SYNTHETIC.items():
+        for seed in (0, 1):
+            run = root / algo / f"seed{seed}"
+            (run / "eval").mkdir(parents=True)
+            cfg = build_config(algo=algo, env="agentrl/ALFWorld-v0", model="tiny", overrides=[
+                f"train.seed={seed}", f"train.run_dir={run}", "train.iterations=3", "train.eval_episodes=4",
+                f"rollout.tasks_per_iteration={1 if algo == 'grpo' else 8}"])
+            save_yaml(cfg, run / "config.yaml")
+            records = []
+            for it in (1, 2, 3):
+                total = spec["time"][seed]
+                record = {"iteration": it, "env_steps": 40 * it + 5 * seed, "trajectories": 8 * it,
+                          "wall_time": total * it, "rollout/success_rate": 0.1 * it + 0.1 * seed,
+                          "rollout/score": 0.1 * it, "time/iteration": total,
+                          "time/weight_sync": 0.01, "memory/peak_rss_gb": spec["rss"][seed][it - 1]}
+                shares = {**PHASE_SHARE, **(PPO_ONLY_SHARE if algo == "ppo" else {})}
+                for key in ("time/rollout", "time/old_logprob", "time/value_inference", "time/ref_logprob",
+                            "time/actor_update", "time/critic_update"):
+                    record[key] = total * shares.get(key, 0.0)
+                if "ev_v" in spec:
+                    record["value/explained_variance_v"] = spec["ev_v"][seed] if it == 3 else 0.0
+                if algo == "sapo":
+                    record["value/explained_variance_q"] = spec["ev_q"][seed] if it == 3 else None
+                if algo == "grpo":
+                    record["grpo/collapse_share"] = spec["collapse"][seed][it - 1]
+                if it == 3:
+                    record.update({"eval/success_rate": spec["eval"][seed], "eval/score": spec["eval"][seed],
+                                   "eval/return": 10 * spec["eval"][seed], "eval/episode_length": 3.0,
+                                   "eval/invalid_action_rate": 1 / 3, "eval/episodes": 4.0})
+                    for task_type in TYPES:
+                        record[f"eval/success/{task_type}"] = spec["types"][task_type][seed]
+                        record[f"eval/episodes/{task_type}"] = 2.0
+                records.append(record)
+            (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+            episodes = [_episode(False, algo, seed), _episode(True, algo, seed)]
+            (run / "eval" / "iter_00003.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+            (run / "summary.json").write_text(json.dumps({"iterations": 3}) + "\n")
+    return root
+
+
+def _pm(values: list[float], scale: float = 1.0, digits: int = 3) -> str:
+    """Mean ± sample std, formatted as the report does (worked out here with statistics)."""
+    return f"{statistics.mean(values) * scale:.{digits}f} ± {statistics.stdev(values) * scale:.{digits}f}"
+
+
+def _row(markdown: str, first_cell: str, after: str) -> list[str]:
+    """The cells of the first table row starting with ``first_cell`` after the text ``after``."""
+    tail = markdown[markdown.index(after):]
+    for line in tail.splitlines():
+        if line.startswith(f"| {first_cell} |"):
+            return [c.strip() for c in line.strip("|").split(" | ")]
+    raise AssertionError(f"no row '{first_cell}' after '{after}'")
+
+
+def _metrics(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+
+# --- the statistics ---------------------------------------------------------------------------------
+
+
+def test_mean_std_and_band_by_hand():
+    from agentrl.reporting.aggregate import band, mean_std
+
+    value = mean_std([0.5, 0.75])
+    assert value.mean == pytest.approx(0.625)
+    assert value.std == pytest.approx(0.25 / math.sqrt(2))  # sample std of two values: |a-b|/sqrt 2
+    assert value.format(100, 1) == "62.5 ± 17.7"
+    single = mean_std([0.3, float("nan")])
+    assert single.n == 1 and single.std is None and single.format() == "0.300"
+    assert mean_std([]) is None
+
+    # Seed A at x = 10, 20 (y 0 -> 1), seed B at x = 12, 16, 24 (y 1, 1, 0.5): the common range is
+    # [12, 20]; the grid is every recorded x inside it: 12, 16, 20.
+    result = band([([10, 20], [0.0, 1.0]), ([12, 16, 24], [1.0, 1.0, 0.5])])
+    assert result.x.tolist() == [12.0, 16.0, 20.0]
+    a = [0.2, 0.6, 1.0]  # A interpolated at 12, 16, 20
+    b = [1.0, 1.0, 1.0 - 0.5 * (20 - 16) / (24 - 16)]  # B at 20: between (16, 1) and (24, 0.5)
+    assert result.mean.tolist() == pytest.approx([(p + q) / 2 for p, q in zip(a, b, strict=True)])
+    assert result.std.tolist() == pytest.approx([abs(p - q) / math.sqrt(2) for p, q in zip(a, b, strict=True)])
+    assert result.seeds == 2
+
+
+# --- the report from hand-written runs ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def synthetic_report(tmp_path_factory):
+    from agentrl.reporting.report import build_report
+
+    root = tmp_path_factory.mktemp("synthetic")
+    runs = write_synthetic_runs(root / "runs")
+    files = build_report([runs], root / "report", traces_per_group=2)
+    return runs, files
+
+
+def test_report_numbers_match_the_metrics_files(synthetic_report):
+    runs, files = synthetic_report
+    md = files.markdown.read_text()
+    assert files.groups == ["sapo", "ppo", "grpo"]
+
+    # Final eval: success in %, mean ± std over the two seeds' last eval records.
+    for algo in SYNTHETIC:
+        finals = [_metrics(runs / algo / f"seed{s}")[-1] for s in (0, 1)]
+        row = _row(md, algo, "## Final evaluation")
+        assert row[1] == "2"
+        assert row[2] == _pm([f["eval/success_rate"] for f in finals], 100, 1)
+        assert row[3] == _pm([f["eval/score"] for f in finals])
+        assert row[-2:] == ["4", "3"]  # episodes per seed, at iteration
+    assert _row(md, "sapo", "## Final evaluation")[2] == "62.5 ± 17.7"  # (50 + 75) / 2; |75 - 50| / sqrt 2
+
+    # Per task type, as percentages with n and episodes.
+    row = _row(md, "pick and place", "## Success per task type")
+    assert row[1] == "75.0 ± 35.4 (n=2, 2 episodes)"  # sapo: 100 and 50
+    assert row[2] == "50.0 ± 0.0 (n=2, 2 episodes)"  # ppo: 50 and 50
+    assert _row(md, "look at obj in light", "## Success per task type")[1] == "50.0 ± 70.7 (n=2, 2 episodes)"
+
+    # Time per iteration: each seed's mean over iterations, then over seeds; ratio of means to PPO.
+    sapo_t = [statistics.mean(r["time/iteration"] for r in _metrics(runs / "sapo" / f"seed{s}")) for s in (0, 1)]
+    ppo_t = [statistics.mean(r["time/iteration"] for r in _metrics(runs / "ppo" / f"seed{s}")) for s in (0, 1)]
+    row = _row(md, "sapo", "## Cost per iteration")
+    assert row[-2] == _pm(sapo_t, digits=2) == "5.00 ± 1.41"
+    assert row[-1] == f"{statistics.mean(sapo_t) / statistics.mean(ppo_t):.2f}x" == "0.56x"
+    assert row[1] == "2.50 ± 0.71"  # rollout: half of 4 and of 6
+    assert row[3] == "0.00 ± 0.00"  # SAPO has no value-inference pass
+    assert _row(md, "ppo", "## Cost per iteration")[-1] == "1.00x"
+    # The per-phase ratio table: SAPO's rollout 2.5 s against PPO's 4.5 s.
+    ratio_row = _row(md, "sapo", "| group | rollout | old log-probs")
+    assert ratio_row[1] == f"{2.5 / 4.5:.2f}x"
+    assert ratio_row[6] == "0.00x"  # critic update: SAPO 0 s against PPO's 0.45 s
+
+    # Peak memory: each seed's max over iterations (1.2 and 1.3 for SAPO), then mean ± std.
+    row = _row(md, "sapo", "peak RSS (GiB)")
+    assert row[1] == _pm([1.2, 1.3], digits=2) == "1.25 ± 0.07"
+    assert row[2] == f"{1.25 / statistics.mean([2.0, 2.2]):.2f}x" == "0.60x"
+
+    # GRPO collapse: mean over training per seed (0.25 and 2/3), and the last iteration (0 and 0.5).
+    row = _row(md, "grpo", "## GRPO advantage collapse")
+    assert row[2] == _pm([0.25, 2 / 3], 100, 1) == "45.8 ± 29.5"
+    assert row[3] == _pm([0.0, 0.5], 100, 1) == "25.0 ± 35.4"
+
+    # Explained variance at the last iteration; Q was null for one seed, so n=1.
+    row = _row(md, "sapo", "## Explained variance")
+    assert row[1:] == [_pm([0.4, 0.6]), "0.200 (n=1)"]
+    assert _row(md, "ppo", "## Explained variance")[1:] == [_pm([0.1, 0.3]), "missing"]
+    assert "No value function, nothing to show: grpo." in md
+
+
+def test_report_sections_figures_and_twin(synthetic_report):
+    from agentrl.reporting.document import SECTION_IDS
+
+    runs, files = synthetic_report
+    html = files.html.read_text()
+    md = files.markdown.read_text()
+    assert re.findall(r'<section id="([^"]+)">', html) == list(SECTION_IDS)
+    for section_id in SECTION_IDS:
+        assert f'<a id="{section_id}"></a>' in md
+    names = sorted(p.name for p in files.figures)
+    assert names == sorted(["learning_curves.png", "task_types.png", "time_per_iteration.png",
+                            "peak_memory.png", "grpo_collapse.png", "explained_variance.png",
+                            "trace_sapo_1.png", "trace_sapo_2.png", "trace_ppo_1.png", "trace_ppo_2.png"])
+    # Every figure is a real PNG on disk, embedded in the HTML and referenced by the Markdown.
+    for path in files.figures:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f'data-file="figures/{path.name}"' in html
+        assert f"](figures/{path.name})" in md
+    assert html.count('src="data:image/png;base64,') == len(files.figures)
+    # Run text is escaped in HTML, pipes escaped in Markdown.
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert "\\| pipe" in md
+    # Value trace: the won episode comes first, with each turn's V and Q.
+    assert "sapo, seed 0, eval at iteration 3, task seed 1: won, return 10.00" in md
+    trace_row = _row(md, "3", "task seed 1: won")
+    assert trace_row[2:] == ["go north", "10.000", "8.000", "8.500"]  # V = 2 + 3*2, Q = V + 0.5
+    assert _row(md, "2", "task seed 1: won")[2] == "go north (invalid)"
+    assert "No value function, nothing to trace: grpo." in md
+    # Honest labels: no bench manifest, so the machine is said to be unrecorded; commands listed.
+    assert "The machine is not recorded" in md
+    assert f"agentrl run sapo --config {runs / 'sapo' / 'seed0' / 'config.yaml'}" in md
+    assert "No PPO run" not in md
+
+
+def test_report_says_what_is_missing(tmp_path):
+    """Without PPO, GRPO, eval episodes or types, every section stays and says why it is empty."""
+    from agentrl.reporting.document import SECTION_IDS
+    from agentrl.reporting.report import build_report
+
+    runs = write_synthetic_runs(tmp_path / "runs")
+    run = runs / "sapo" / "seed0"
+    records = [{k: v for k, v in r.items() if not k.startswith("eval/")} for r in _metrics(run)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "eval" / "iter_00003.jsonl").unlink()
+    (run / "summary.json").unlink()
+    files = build_report([run], tmp_path / "report")
+    md = files.markdown.read_text()
+    html = files.html.read_text()
+    assert re.findall(r'<section id="([^"]+)">', html) == list(SECTION_IDS)
+    assert "missing: sapo recorded no evaluation (train.eval_episodes was 0)." in md
+    assert "No PPO run among these runs, so no ratio to PPO is shown." in md
+    assert "No GRPO run among these runs" in md
+    assert "The env reports no task types" in md
+    assert "missing: sapo has no eval/ episodes" in md
+    assert "sapo seed 0 is unfinished (3 of 3 iterations)" in md
+    assert _row(md, "sapo", "## Final evaluation")[1:3] == ["0", "missing"]
+    assert all(p.exists() for p in files.figures)
+
+
+def test_groups_split_by_setting_and_label_the_difference(tmp_path):
+    from agentrl.reporting.runs import discover_runs, group_runs
+
+    runs = write_synthetic_runs(tmp_path / "runs")
+    variant = tmp_path / "runs" / "sapo-tanh" / "seed0"
+    variant.mkdir(parents=True)
+    for name in ("metrics.jsonl", "summary.json"):
+        (variant / name).write_text((runs / "sapo" / "seed0" / name).read_text())
+    config = yaml.safe_load((runs / "sapo" / "seed0" / "config.yaml").read_text())
+    config["algorithm"]["value_squash"] = "tanh"
+    (variant / "config.yaml").write_text(yaml.safe_dump(config))
+    found, notes = discover_runs([tmp_path / "runs"])
+    assert len(found) == 7 and notes == []
+    labels = [g.label for g in group_runs(found)]
+    assert labels == ["sapo (value_squash=clip)", "sapo (value_squash=tanh)", "ppo", "grpo"]
+
+
+# --- user errors -------------------------------------------------------------------------------------
+
+
+def _invoke(args: list[str]):
+    from agentrl.cli import app
+
+    return CliRunner().invoke(app, args)
+
+
+def _one_sentence_error(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert text.startswith("error:") and "Traceback" not in text
+    for fragment in fragments:
+        assert fragment in text, text
+
+
+def test_report_user_errors(tmp_path):
+    _one_sentence_error(_invoke(["report", str(tmp_path / "nowhere")]), "does not exist")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not a run")
+    _one_sentence_error(_invoke(["report", str(tmp_path / "empty")]), "is not a run directory")
+    _one_sentence_error(_invoke(["report", str(tmp_path / "empty" / "notes.txt")]), "is a file")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.yaml").write_text("just: text\n")
+    (broken / "metrics.jsonl").write_text("")
+    _one_sentence_error(_invoke(["report", str(broken)]), "is not an agentrl run config")
+    (broken / "config.yaml").write_text("algo: sapo\n")
+    _one_sentence_error(_invoke(["report", str(broken)]), "None of the runs has a recorded iteration")
+    (broken / "metrics.jsonl").write_text('{"iteration": 1}\nnot json\n{"iteration": 2}\n')
+    _one_sentence_error(_invoke(["report", str(broken)]), "line 2 is not JSON")
+
+
+def test_bench_user_errors(tmp_path):
+    out = str(tmp_path / "out")
+    _one_sentence_error(_invoke(["bench", "--algos", "sapo,dqn", "--env", "keydoor", "-o", out]),
+                        "Unknown algorithm 'dqn'", "sapo")
+    _one_sentence_error(_invoke(["bench", "--algos", " , ", "-o", out]), "names no algorithm")
+    _one_sentence_error(_invoke(["bench", "--algos", "sapo,grpo", "--trajectories", "12", "-o", out]),
+                        "not a multiple of grpo's 8 rollouts per task")
+    _one_sentence_error(_invoke(["bench", "--algos", "sapo,ppo", "--set", "algorithm.group_size=4", "-o", out]),
+                        "None of sapo, ppo has the setting 'algorithm.group_size'")
+    _one_sentence_error(_invoke(["bench", "--algos", "sapo", "--seeds", "0", "-o", out]), "--seeds must be")
+    assert not (tmp_path / "out").exists()  # nothing started
+
+
+# --- planning and resuming ---------------------------------------------------------------------------
+
+
+def test_plan_is_like_for_like(tmp_path):
+    from agentrl.reporting.bench import plan_bench
+
+    plan = plan_bench(["sapo", "ppo", "grpo"], tmp_path / "out", env="keydoor", model="tiny",
+                      overrides=["algorithm.group_size=4", "algorithm.value_coef=0.3", "algorithm.lr=2e-6"],
+                      seeds=2, first_seed=5, iterations=3, trajectories=8, eval_episodes=2)
+    assert [(r.algo, r.seed) for r in plan.runs] == [(a, s) for a in ("sapo", "ppo", "grpo") for s in (5, 6)]
+    for run in plan.runs:
+        cfg = run.config
+        assert run.run_dir == tmp_path / "out" / run.algo / f"seed{run.seed}"
+        assert cfg.train.run_dir == str(run.run_dir) and cfg.train.seed == run.seed
+        assert cfg.train.iterations == 3 and cfg.train.eval_episodes == 2
+        assert cfg.algorithm.lr == 2e-6 and cfg.model.name == "tiny" and cfg.env.id == "keydoor"
+        # 8 trajectories per iteration for everyone: GRPO plays 8 / 4 = 2 tasks, 4 times each.
+        assert cfg.rollout.tasks_per_iteration * run.rollouts_per_task == 8
+        assert run.action == "fresh"
+    grpo = [r for r in plan.runs if r.algo == "grpo"][0].config
+    sapo = [r for r in plan.runs if r.algo == "sapo"][0].config
+    assert grpo.algorithm.group_size == 4 and grpo.rollout.tasks_per_iteration == 2
+    assert sapo.algorithm.value_coef == 0.3 and not hasattr(sapo.algorithm, "group_size")
+
+    # Without --trajectories: what the config gives its own algorithm (a GRPO config: tasks x k).
+    config = tmp_path / "grpo.yaml"
+    config.write_text("algo: grpo\nrollout: {tasks_per_iteration: 3}\nalgorithm: {group_size: 2}\n")
+    plan = plan_bench(["sapo", "grpo"], tmp_path / "out2", config_path=config, seeds=1)
+    assert plan.trajectories == 6
+    assert [r.config.rollout.tasks_per_iteration for r in plan.runs] == [6, 3]
+
+
+def test_existing_runs_are_skipped_resumed_extended_or_refused(tmp_path):
+    from agentrl.reporting.bench import plan_bench
+
+    out = tmp_path / "out"
+
+    def plan(iterations: int = 2, extra: tuple[str, ...] = ()):
+        return plan_bench(["sapo"], out, env="keydoor", model="tiny", seeds=1, iterations=iterations,
+                          trajectories=4, overrides=list(extra))
+
+    run_dir = out / "sapo" / "seed0"
+    run_dir.mkdir(parents=True)
+    save_yaml(plan().runs[0].config, run_dir / "config.yaml")
+    assert plan().runs[0].action == "fresh"  # a config but no record yet
+    (run_dir / "metrics.jsonl").write_text('{"iteration": 1}\n')
+    assert plan().runs[0].action == "restart"  # records but no checkpoint: cannot be resumed
+    checkpoint = run_dir / "checkpoints" / "iter_00001"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.pt").write_bytes(b"")
+    (run_dir / "checkpoints" / "latest").write_text("iter_00001\n")
+    assert plan().runs[0].action == "resume"
+    (run_dir / "summary.json").write_text("{}\n")
+    assert plan().runs[0].action == "skip"
+    assert plan(iterations=5).runs[0].action == "extend"
+    with pytest.raises(UserError, match="holds a run made with other settings.*rollout.temperature"):
+        plan(extra=("rollout.temperature=0.5",))
+
+
+# --- the real thing: bench with the tiny model, then report --------------------------------------------
+
+
+def test_bench_then_report_end_to_end(tmp_path):
+    out = tmp_path / "bench"
+    args = ["bench", "--algos", "sapo,ppo", "--env", "keydoor", "--model", "tiny", "--seeds", "2",
+            "--iterations", "2", "--trajectories", "2", "--eval-episodes", "2",
+            "--set", "rollout.action_mode=constrained", "--set", "algorithm.kl_coef=0",
+            "--set", "env.kwargs={n_rooms: 2, max_steps: 3}", "--set", "train.save_every=2",
+            "-o", str(out)]
+    result = _invoke(args)
+    assert result.exit_code == 0, result.output
+    assert "agentrl bench" in result.output and "done" in result.output  # the live table, then the end
+    runs = {(algo, seed): out / algo / f"seed{seed}" for algo in ("sapo", "ppo") for seed in (0, 1)}
+    for run in runs.values():
+        records = _metrics(run)
+        assert [r["iteration"] for r in records] == [1, 2]
+        assert [r["trajectories"] for r in records] == [2, 4]
+        assert (run / "summary.json").is_file() and (run / "eval" / "iter_00002.jsonl").is_file()
+    # Like-for-like: seed k of SAPO and of PPO played the same tasks in every iteration.
+    for seed in (0, 1):
+        for it in (1, 2):
+            tasks = [[json.loads(line)["task_seed"] for line in
+                      (runs[(algo, seed)] / "samples" / f"iter_{it:05d}.jsonl").read_text().splitlines()]
+                     for algo in ("sapo", "ppo")]
+            assert tasks[0] == tasks[1] and len(tasks[0]) == 2
+    manifest = json.loads((out / "bench.json").read_text())
+    assert manifest["trajectories_per_iteration"] == 2
+    session = manifest["sessions"][0]
+    assert session["command"].startswith("agentrl bench --algos sapo,ppo --env keydoor --model tiny")
+    assert [r["state"] for r in session["runs"]] == ["done"] * 4 and session["finished"]
+
+    # Resumable: the same command again trains nothing.
+    stamps = {k: (v / "metrics.jsonl").stat().st_mtime_ns for k, v in runs.items()}
+    again = _invoke(args)
+    assert again.exit_code == 0, again.output
+    assert "4 runs (0 to do, 4 already finished)" in " ".join(again.output.split())
+    assert stamps == {k: (v / "metrics.jsonl").stat().st_mtime_ns for k, v in runs.items()}
+    sessions = json.loads((out / "bench.json").read_text())["sessions"]
+    assert [r["action"] for r in sessions[1]["runs"]] == ["skip"] * 4
+
+    report_dir = tmp_path / "report"
+    result = _invoke(["report", str(out), "-o", str(report_dir)])
+    assert result.exit_code == 0, result.output
+    html = (report_dir / "report.html").read_text()
+    md = (report_dir / "report.md").read_text()
+    from agentrl.reporting.document import SECTION_IDS
+
+    assert re.findall(r'<section id="([^"]+)">', html) == list(SECTION_IDS)
+    referenced = set(re.findall(r'data-file="(figures/[^"]+)"', html))
+    assert referenced == set(re.findall(r"\]\((figures/[^)]+)\)", md))
+    assert all((report_dir / name).is_file() for name in referenced)
+    for name in ("learning_curves", "time_per_iteration", "peak_memory", "explained_variance",
+                 "trace_sapo_1", "trace_ppo_1"):
+        assert f"figures/{name}.png" in referenced
+    # The final eval row, worked out from the four metrics files.
+    for algo in ("sapo", "ppo"):
+        finals = [_metrics(runs[(algo, s)])[-1] for s in (0, 1)]
+        row = _row(md, algo, "## Final evaluation")
+        assert row[1] == "2"
+        assert row[2] == _pm([f["eval/success_rate"] for f in finals], 100, 1)
+        times = [statistics.mean(r["time/iteration"] for r in _metrics(runs[(algo, s)])) for s in (0, 1)]
+        assert _row(md, algo, "## Cost per iteration")[-2] == _pm(times, digits=2)
+    # The machine and the exact command come from bench.json.
+    assert session["command"] in md and "Machine (" in md and "logical cores" in md
+    assert "The machine is not recorded" not in md
+
+
+# --- the shipped benchmark configs ---------------------------------------------------------------------
+
+
+CONFIGS = sorted((ROOT / "benchmarks" / "configs").glob("paper_*.yaml")) + sorted(
+    (ROOT / "benchmarks" / "configs").glob("cpu_*.yaml"))
+
+
+def test_benchmark_configs_parse_and_state_their_command():
+    assert len([c for c in CONFIGS if c.name.startswith("paper_")]) == 4
+    assert [c for c in CONFIGS if c.name.startswith("cpu_")]
+    for path in CONFIGS:
+        cfg = build_config(config_path=path)
+        header = path.read_text().split("\n\n", 1)[0]
+        commands = [line.lstrip("# ").strip() for line in header.splitlines() if "agentrl bench" in line]
+        assert commands, f"{path.name}: no 'agentrl bench' command in the header comment"
+        assert f"--config benchmarks/configs/{path.name}" in commands[0]
+        if path.name.startswith("paper_"):
+            assert cfg.rollout.tasks_per_iteration == 128 and "--trajectories 128" in commands[0]
+            assert cfg.algorithm.lr == 1e-6 and cfg.algorithm.kl_coef == 0.01
+            assert cfg.rollout.max_new_tokens == 512 and cfg.rollout.think is True
+            assert cfg.env.kwargs["max_steps"] == (50 if "alfworld" in path.name else 15)
+            assert (cfg.model.lora_rank > 0) == ("7b" in path.name)
+            assert cfg.model.name == ("Qwen2.5-7B" if "7b" in path.name else "Qwen2.5-1.5B")
+        else:
+            assert cfg.model.name == "embedded" and cfg.rollout.action_mode == "constrained"
