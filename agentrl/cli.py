@@ -363,6 +363,11 @@ def sft(
     console.print(table)
 
 
+from agentrl.reporting.commands import register as _register_reporting  # noqa: E402
+
+_register_reporting(app)
+
+
 def main() -> None:
     app()
 
