@@ -100,10 +100,20 @@ def split_kwargs(env_cfg: EnvConfig, which: str) -> dict:
     return kwargs
 
 
+@dataclass(frozen=True)
+class EnvMaker:
+    """A picklable env factory: env workers (``rollout.env_workers``) rebuild envs from it in
+    their own processes."""
+
+    env_id: str
+    kwargs: dict
+
+    def __call__(self) -> gym.Env:
+        return make_env(self.env_id, **self.kwargs)
+
+
 def env_factory(env_cfg: EnvConfig, which: str) -> Callable[[], gym.Env]:
-    env_id = resolve_env_id(env_cfg.id)
-    kwargs = split_kwargs(env_cfg, which)
-    return lambda: make_env(env_id, **kwargs)
+    return EnvMaker(resolve_env_id(env_cfg.id), split_kwargs(env_cfg, which))
 
 
 def action_format(cfg: RolloutConfig) -> ActionFormat:
@@ -112,8 +122,10 @@ def action_format(cfg: RolloutConfig) -> ActionFormat:
     return ActionFormat(tag=cfg.action_tag, think=cfg.think)
 
 
-def prompt_builder(tokenizer: PreTrainedTokenizerBase, cfg: RolloutConfig, env: gym.Env) -> PromptBuilder:
-    system = cfg.system_prompt or env.unwrapped.metadata.get("system_prompt")
+def prompt_builder(tokenizer: PreTrainedTokenizerBase, cfg: RolloutConfig, env: gym.Env | dict) -> PromptBuilder:
+    """``env``: an env, or its ``metadata`` (an env living in a worker process)."""
+    metadata = env if isinstance(env, dict) else env.unwrapped.metadata
+    system = cfg.system_prompt or metadata.get("system_prompt")
     return PromptBuilder(tokenizer, action_format(cfg), system, cfg.history_window, cfg.max_prompt_tokens)
 
 
@@ -162,9 +174,15 @@ def make_backend(policy: Policy, cfg: RolloutConfig, seed: int,
 
 def make_engine(policy: Policy, backend: GenerationBackend, cfg: RolloutConfig,
                 factory: Callable[[], gym.Env]) -> RolloutEngine:
-    pool = EnvPool(factory)
-    pool.ensure(1)
-    builder = prompt_builder(policy.tokenizer, cfg, pool.envs[0])
+    if cfg.env_workers > 0:
+        from agentrl.env_workers import EnvWorkerPool
+
+        pool = EnvWorkerPool(factory, cfg.env_workers)
+        builder = prompt_builder(policy.tokenizer, cfg, pool.metadata())
+    else:
+        pool = EnvPool(factory)
+        pool.ensure(1)
+        builder = prompt_builder(policy.tokenizer, cfg, pool.envs[0])
     fmt = builder.action_format
     constraints = None
     if cfg.action_mode == "constrained":

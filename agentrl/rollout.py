@@ -49,6 +49,7 @@ class RolloutConfig:
     backend: str = "hf"
     generation_dtype: str = "same"  # "same" as the trained model, or a dtype for a synced copy
     generation_batch_size: int = 64
+    env_workers: int = 0  # > 0: envs live in this many worker processes (agentrl.env_workers)
 
     def sampling(self, greedy: bool = False) -> SamplingParams:
         return SamplingParams(0.0 if greedy else self.temperature, self.top_p, self.max_new_tokens)
