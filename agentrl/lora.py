@@ -85,10 +85,12 @@ def merged_state_dict(model: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
                 yield name, tensor.detach()
 
 
-def save_adapter_checkpoint(model: nn.Module, folder: Path, base_name: str) -> None:
-    """peft's adapter files plus the base model's name (see the module docstring)."""
+def save_adapter_checkpoint(model: nn.Module, folder: Path, base_name: str, seed: int = 0) -> None:
+    """peft's adapter files plus the base model's name and build seed (the ``tiny`` test model
+    is random: its seed is part of its identity)."""
     model.save_pretrained(folder)
-    (Path(folder) / LORA_FILE).write_text(json.dumps({"base_model": base_name}) + "\n")
+    info = {"base_model": base_name, "seed": seed}
+    (Path(folder) / LORA_FILE).write_text(json.dumps(info) + "\n")
 
 
 def is_adapter_checkpoint(folder: str | Path) -> bool:
@@ -115,16 +117,18 @@ def rebuild_base(folder: str | Path, dtype: torch.dtype = torch.float32):
     (resized to the tokenizer, value rows zeroed), and the checkpoint's tokenizer."""
     from transformers import AutoTokenizer
 
-    from agentrl.models import load_model, resolve_model
+    from agentrl.models import load_model, load_tokenizer, resolve_model
     from agentrl.value_tokens import ValueTokens, check_value_tokens
 
     folder = Path(folder)
     info_path = folder / LORA_FILE
     if not info_path.exists():
         raise UserError(f"'{folder}' has no {LORA_FILE}: it does not say which base model its adapters belong to.")
-    base_name = json.loads(info_path.read_text())["base_model"]
+    info = json.loads(info_path.read_text())
+    source = resolve_model(info["base_model"])
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = load_model(resolve_model(base_name), dtype, tokenizer)
+    # built as at the start of training: with the base tokenizer, then resized
+    model = load_model(source, dtype, load_tokenizer(source), seed=int(info.get("seed", 0)))
     value_tokens = ValueTokens.load(folder)
     if model.get_output_embeddings().weight.shape[0] < len(tokenizer):
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)

@@ -42,7 +42,14 @@ from agentrl.distributed import (
 from agentrl.envs import r_max as env_r_max
 from agentrl.errors import UserError
 from agentrl.evaluation import episode_metrics, evaluate
+from agentrl.lora import (
+    is_adapter_checkpoint,
+    is_peft_model,
+    load_adapter_weights,
+    save_adapter_checkpoint,
+)
 from agentrl.metrics import MetricsLog, PhaseTimer, count_parameters, peak_memory, reset_peak_memory
+from agentrl.offload import autocast, offload_reference
 from agentrl.policy import Policy
 from agentrl.rollout import RolloutEngine, Task
 from agentrl.trajectory import Trajectory
@@ -108,6 +115,8 @@ class Trainer:
         self.value_tokens: ValueTokens | None = loaded.value_tokens
         self.policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, config.rollout.temperature)
         self.algorithm = algo_cls(config.algorithm, self.policy, self.r_max, seed=config.train.seed)
+        if config.model.reference_offload:
+            offload_reference(self.algorithm, self.policy.device)
         self.start_iteration = 0
         self.env_steps = 0
         self.trajectories_seen = 0
@@ -159,7 +168,8 @@ class Trainer:
         with timer.phase("rollout"):
             rollout = self.engine.run(tasks)
         trajectories = rollout.trajectories
-        algo_metrics = self.algorithm.update(trajectories, timer)
+        with autocast(cfg.model.autocast, self.policy.device):
+            algo_metrics = self.algorithm.update(trajectories, timer)
         with timer.phase("weight_sync"):
             self.backend.sync_weights()
         elapsed = time.perf_counter() - start
@@ -219,7 +229,10 @@ class Trainer:
         root = self.run_dir / "checkpoints"
         folder = root / f"iter_{iteration:05d}"
         folder.mkdir(parents=True, exist_ok=True)
-        self.policy.model.save_pretrained(folder)
+        if is_peft_model(self.policy.model):  # adapters only; agentrl.lora.merge makes a full model
+            save_adapter_checkpoint(self.policy.model, folder, self.config.model.name, self.config.train.seed)
+        else:
+            self.policy.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
         if self.value_tokens is not None:
             self.value_tokens.save(folder)
@@ -245,9 +258,12 @@ class Trainer:
         saved = ValueTokens.load(folder)
         if saved != self.value_tokens:
             raise UserError(f"Checkpoint '{folder}' reserved value tokens {saved} but the model now has {self.value_tokens}; resume with the same model.")
-        weights = AutoModelForCausalLM.from_pretrained(folder, dtype=next(self.policy.model.parameters()).dtype)
-        self.policy.model.load_state_dict(weights.state_dict())
-        del weights
+        if is_adapter_checkpoint(folder):
+            load_adapter_weights(self.policy.model, folder)
+        else:
+            weights = AutoModelForCausalLM.from_pretrained(folder, dtype=next(self.policy.model.parameters()).dtype)
+            self.policy.model.load_state_dict(weights.state_dict())
+            del weights
         state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
         self.algorithm.load_state_dict(state["algorithm"])
         self.algorithm.load_extra(folder)
