@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import statistics
 from pathlib import Path
 
@@ -27,18 +28,35 @@ TYPES = ("pick_and_place", "look_at_obj_in_light")
 # Per algorithm: eval success per seed, time/iteration per seed, peak RSS per seed per iteration,
 # the last explained variances, GRPO's collapse shares. Chosen so the means are easy by hand.
 SYNTHETIC = {
-    "sapo": {"eval": (0.5, 0.75), "time": (4.0, 6.0), "rss": ((1.0, 1.2, 1.1), (1.3, 1.3, 1.3)),
-             "ev_v": (0.4, 0.6), "ev_q": (0.2, None),
-             "types": {"pick_and_place": (1.0, 0.5), "look_at_obj_in_light": (0.0, 1.0)}},
-    "ppo": {"eval": (0.25, 0.25), "time": (8.0, 10.0), "rss": ((2.0, 2.0, 2.0), (2.2, 2.1, 2.0)),
-            "ev_v": (0.1, 0.3),
-            "types": {"pick_and_place": (0.5, 0.5), "look_at_obj_in_light": (0.0, 0.0)}},
-    "grpo": {"eval": (0.5, 0.25), "time": (5.0, 5.0), "rss": ((1.0, 1.0, 1.0), (1.0, 1.0, 1.0)),
-             "collapse": ((0.5, 0.25, 0.0), (1.0, 0.5, 0.5)),
-             "types": {"pick_and_place": (1.0, 0.0), "look_at_obj_in_light": (0.0, 0.5)}},
+    "sapo": {
+        "eval": (0.5, 0.75),
+        "time": (4.0, 6.0),
+        "rss": ((1.0, 1.2, 1.1), (1.3, 1.3, 1.3)),
+        "ev_v": (0.4, 0.6),
+        "ev_q": (0.2, None),
+        "types": {"pick_and_place": (1.0, 0.5), "look_at_obj_in_light": (0.0, 1.0)},
+    },
+    "ppo": {
+        "eval": (0.25, 0.25),
+        "time": (8.0, 10.0),
+        "rss": ((2.0, 2.0, 2.0), (2.2, 2.1, 2.0)),
+        "ev_v": (0.1, 0.3),
+        "types": {"pick_and_place": (0.5, 0.5), "look_at_obj_in_light": (0.0, 0.0)},
+    },
+    "grpo": {
+        "eval": (0.5, 0.25),
+        "time": (5.0, 5.0),
+        "rss": ((1.0, 1.0, 1.0), (1.0, 1.0, 1.0)),
+        "collapse": ((0.5, 0.25, 0.0), (1.0, 0.5, 0.5)),
+        "types": {"pick_and_place": (1.0, 0.0), "look_at_obj_in_light": (0.0, 0.5)},
+    },
 }
-PHASE_SHARE = {"time/rollout": 0.5, "time/old_logprob": 0.1, "time/ref_logprob": 0.05,
-               "time/actor_update": 0.2}
+PHASE_SHARE = {
+    "time/rollout": 0.5,
+    "time/old_logprob": 0.1,
+    "time/ref_logprob": 0.05,
+    "time/actor_update": 0.2,
+}
 PPO_ONLY_SHARE = {"time/value_inference": 0.05, "time/critic_update": 0.05}
 
 
@@ -47,16 +65,29 @@ def _episode(won: bool, algo: str, seed: int) -> dict:
     turns = []
     for t in range(3):
         last = t == 2
-        turn = {"observation": f"You are in room {t}. <b>bold</b> | pipe", "reply": "<action>go</action>",
-                "action": "go north" if t else "look", "valid": t != 1, "reward": 10.0 if (won and last) else 0.0,
-                "terminated": won and last, "truncated": (not won) and last}
+        turn = {
+            "observation": f"You are in room {t}. <b>bold</b> | pipe",
+            "reply": "<action>go</action>",
+            "action": "go north" if t else "look",
+            "valid": t != 1,
+            "reward": 10.0 if (won and last) else 0.0,
+            "terminated": won and last,
+            "truncated": (not won) and last,
+        }
         if algo in ("sapo", "ppo"):
             turn["V"] = (2.0 + 3.0 * t) if won else (1.0 - 0.5 * t)
             if algo == "sapo":
                 turn["Q"] = turn["V"] + 0.5
         turns.append(turn)
-    return {"task_seed": seed * 10 + int(won), "task": "put a clean mug in shelf.", "task_type": TYPES[0],
-            "won": won, "score": float(won), "return": 10.0 if won else 0.0, "turns": turns}
+    return {
+        "task_seed": seed * 10 + int(won),
+        "task": "put a clean mug in shelf.",
+        "task_type": TYPES[0],
+        "won": won,
+        "score": float(won),
+        "return": 10.0 if won else 0.0,
+        "turns": turns,
+    }
 
 
 def write_synthetic_runs(root: Path) -> Path:
@@ -65,20 +96,42 @@ def write_synthetic_runs(root: Path) -> Path:
         for seed in (0, 1):
             run = root / algo / f"seed{seed}"
             (run / "eval").mkdir(parents=True)
-            cfg = build_config(algo=algo, env="agentrl/ALFWorld-v0", model="tiny", overrides=[
-                f"train.seed={seed}", f"train.run_dir={run}", "train.iterations=3", "train.eval_episodes=4",
-                f"rollout.tasks_per_iteration={1 if algo == 'grpo' else 8}"])
+            cfg = build_config(
+                algo=algo,
+                env="agentrl/ALFWorld-v0",
+                model="tiny",
+                overrides=[
+                    f"train.seed={seed}",
+                    f"train.run_dir={run}",
+                    "train.iterations=3",
+                    "train.eval_episodes=4",
+                    f"rollout.tasks_per_iteration={1 if algo == 'grpo' else 8}",
+                ],
+            )
             save_yaml(cfg, run / "config.yaml")
             records = []
             for it in (1, 2, 3):
                 total = spec["time"][seed]
-                record = {"iteration": it, "env_steps": 40 * it + 5 * seed, "trajectories": 8 * it,
-                          "wall_time": total * it, "rollout/success_rate": 0.1 * it + 0.1 * seed,
-                          "rollout/score": 0.1 * it, "time/iteration": total,
-                          "time/weight_sync": 0.01, "memory/peak_rss_gb": spec["rss"][seed][it - 1]}
+                record = {
+                    "iteration": it,
+                    "env_steps": 40 * it + 5 * seed,
+                    "trajectories": 8 * it,
+                    "wall_time": total * it,
+                    "rollout/success_rate": 0.1 * it + 0.1 * seed,
+                    "rollout/score": 0.1 * it,
+                    "time/iteration": total,
+                    "time/weight_sync": 0.01,
+                    "memory/peak_rss_gb": spec["rss"][seed][it - 1],
+                }
                 shares = {**PHASE_SHARE, **(PPO_ONLY_SHARE if algo == "ppo" else {})}
-                for key in ("time/rollout", "time/old_logprob", "time/value_inference", "time/ref_logprob",
-                            "time/actor_update", "time/critic_update"):
+                for key in (
+                    "time/rollout",
+                    "time/old_logprob",
+                    "time/value_inference",
+                    "time/ref_logprob",
+                    "time/actor_update",
+                    "time/critic_update",
+                ):
                     record[key] = total * shares.get(key, 0.0)
                 if "ev_v" in spec:
                     record["value/explained_variance_v"] = spec["ev_v"][seed] if it == 3 else 0.0
@@ -87,28 +140,38 @@ def write_synthetic_runs(root: Path) -> Path:
                 if algo == "grpo":
                     record["grpo/collapse_share"] = spec["collapse"][seed][it - 1]
                 if it == 3:
-                    record.update({"eval/success_rate": spec["eval"][seed], "eval/score": spec["eval"][seed],
-                                   "eval/return": 10 * spec["eval"][seed], "eval/episode_length": 3.0,
-                                   "eval/invalid_action_rate": 1 / 3, "eval/episodes": 4.0})
+                    record.update(
+                        {
+                            "eval/success_rate": spec["eval"][seed],
+                            "eval/score": spec["eval"][seed],
+                            "eval/return": 10 * spec["eval"][seed],
+                            "eval/episode_length": 3.0,
+                            "eval/invalid_action_rate": 1 / 3,
+                            "eval/episodes": 4.0,
+                        }
+                    )
                     for task_type in TYPES:
                         record[f"eval/success/{task_type}"] = spec["types"][task_type][seed]
                         record[f"eval/episodes/{task_type}"] = 2.0
                 records.append(record)
             (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
             episodes = [_episode(False, algo, seed), _episode(True, algo, seed)]
-            (run / "eval" / "iter_00003.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+            (run / "eval" / "iter_00003.jsonl").write_text(
+                "".join(json.dumps(e) + "\n" for e in episodes)
+            )
             (run / "summary.json").write_text(json.dumps({"iterations": 3}) + "\n")
     return root
 
 
 def _pm(values: list[float], scale: float = 1.0, digits: int = 3) -> str:
     """Mean ± sample std, formatted as the report does (worked out here with statistics)."""
-    return f"{statistics.mean(values) * scale:.{digits}f} ± {statistics.stdev(values) * scale:.{digits}f}"
+    mean, std = statistics.mean(values) * scale, statistics.stdev(values) * scale
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def _row(markdown: str, first_cell: str, after: str) -> list[str]:
     """The cells of the first table row starting with ``first_cell`` after the text ``after``."""
-    tail = markdown[markdown.index(after):]
+    tail = markdown[markdown.index(after) :]
     for line in tail.splitlines():
         if line.startswith(f"| {first_cell} |"):
             return [c.strip() for c in line.strip("|").split(" | ")]
@@ -116,10 +179,14 @@ def _row(markdown: str, first_cell: str, after: str) -> list[str]:
 
 
 def _metrics(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in (run / "metrics.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
 
 
-# --- the statistics ---------------------------------------------------------------------------------
+# --- the statistics ------------------------------------------------------------------------------
 
 
 def test_mean_std_and_band_by_hand():
@@ -140,8 +207,12 @@ def test_mean_std_and_band_by_hand():
     a = [0.2, 0.6, 1.0]  # A interpolated at 12, 16, 20
     b = [1.0, 1.0, 1.0 - 0.5 * (20 - 16) / (24 - 16)]  # B at 20: between (16, 1) and (24, 0.5)
     assert result.mean.tolist() == pytest.approx([(p + q) / 2 for p, q in zip(a, b, strict=True)])
-    assert result.std.tolist() == pytest.approx([abs(p - q) / math.sqrt(2) for p, q in zip(a, b, strict=True)])
-    assert result.seeds == 2
+    assert result.std.tolist() == pytest.approx(
+        [abs(p - q) / math.sqrt(2) for p, q in zip(a, b, strict=True)]
+    )
+    assert result.seeds == 2 and not result.measured  # interpolated points: drawn without markers
+    same_x = band([([1, 2], [0.0, 1.0]), ([1, 2], [1.0, 1.0])])
+    assert same_x.measured and same_x.x.tolist() == [1, 2] and same_x.mean.tolist() == [0.5, 1.0]
 
 
 # --- the report from hand-written runs ------------------------------------------------------------
@@ -170,17 +241,28 @@ def test_report_numbers_match_the_metrics_files(synthetic_report):
         assert row[2] == _pm([f["eval/success_rate"] for f in finals], 100, 1)
         assert row[3] == _pm([f["eval/score"] for f in finals])
         assert row[-2:] == ["4", "3"]  # episodes per seed, at iteration
-    assert _row(md, "sapo", "## Final evaluation")[2] == "62.5 ± 17.7"  # (50 + 75) / 2; |75 - 50| / sqrt 2
+    assert (
+        _row(md, "sapo", "## Final evaluation")[2] == "62.5 ± 17.7"
+    )  # (50 + 75) / 2; |75 - 50| / sqrt 2
 
     # Per task type, as percentages with n and episodes.
     row = _row(md, "pick and place", "## Success per task type")
     assert row[1] == "75.0 ± 35.4 (n=2, 2 episodes)"  # sapo: 100 and 50
     assert row[2] == "50.0 ± 0.0 (n=2, 2 episodes)"  # ppo: 50 and 50
-    assert _row(md, "look at obj in light", "## Success per task type")[1] == "50.0 ± 70.7 (n=2, 2 episodes)"
+    assert (
+        _row(md, "look at obj in light", "## Success per task type")[1]
+        == "50.0 ± 70.7 (n=2, 2 episodes)"
+    )
 
     # Time per iteration: each seed's mean over iterations, then over seeds; ratio of means to PPO.
-    sapo_t = [statistics.mean(r["time/iteration"] for r in _metrics(runs / "sapo" / f"seed{s}")) for s in (0, 1)]
-    ppo_t = [statistics.mean(r["time/iteration"] for r in _metrics(runs / "ppo" / f"seed{s}")) for s in (0, 1)]
+    sapo_t = [
+        statistics.mean(r["time/iteration"] for r in _metrics(runs / "sapo" / f"seed{s}"))
+        for s in (0, 1)
+    ]
+    ppo_t = [
+        statistics.mean(r["time/iteration"] for r in _metrics(runs / "ppo" / f"seed{s}"))
+        for s in (0, 1)
+    ]
     row = _row(md, "sapo", "## Cost per iteration")
     assert row[-2] == _pm(sapo_t, digits=2) == "5.00 ± 1.41"
     assert row[-1] == f"{statistics.mean(sapo_t) / statistics.mean(ppo_t):.2f}x" == "0.56x"
@@ -219,9 +301,20 @@ def test_report_sections_figures_and_twin(synthetic_report):
     for section_id in SECTION_IDS:
         assert f'<a id="{section_id}"></a>' in md
     names = sorted(p.name for p in files.figures)
-    assert names == sorted(["learning_curves.png", "task_types.png", "time_per_iteration.png",
-                            "peak_memory.png", "grpo_collapse.png", "explained_variance.png",
-                            "trace_sapo_1.png", "trace_sapo_2.png", "trace_ppo_1.png", "trace_ppo_2.png"])
+    assert names == sorted(
+        [
+            "learning_curves.png",
+            "task_types.png",
+            "time_per_iteration.png",
+            "peak_memory.png",
+            "grpo_collapse.png",
+            "explained_variance.png",
+            "trace_sapo_1.png",
+            "trace_sapo_2.png",
+            "trace_ppo_1.png",
+            "trace_ppo_2.png",
+        ]
+    )
     # Every figure is a real PNG on disk, embedded in the HTML and referenced by the Markdown.
     for path in files.figures:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -285,7 +378,7 @@ def test_groups_split_by_setting_and_label_the_difference(tmp_path):
     assert labels == ["sapo (value_squash=clip)", "sapo (value_squash=tanh)", "ppo", "grpo"]
 
 
-# --- user errors -------------------------------------------------------------------------------------
+# --- user errors ---------------------------------------------------------------------------------
 
 
 def _invoke(args: list[str]):
@@ -314,34 +407,56 @@ def test_report_user_errors(tmp_path):
     (broken / "metrics.jsonl").write_text("")
     _one_sentence_error(_invoke(["report", str(broken)]), "is not an agentrl run config")
     (broken / "config.yaml").write_text("algo: sapo\n")
-    _one_sentence_error(_invoke(["report", str(broken)]), "None of the runs has a recorded iteration")
+    _one_sentence_error(
+        _invoke(["report", str(broken)]), "None of the runs has a recorded iteration"
+    )
     (broken / "metrics.jsonl").write_text('{"iteration": 1}\nnot json\n{"iteration": 2}\n')
     _one_sentence_error(_invoke(["report", str(broken)]), "line 2 is not JSON")
 
 
 def test_bench_user_errors(tmp_path):
     out = str(tmp_path / "out")
-    _one_sentence_error(_invoke(["bench", "--algos", "sapo,dqn", "--env", "keydoor", "-o", out]),
-                        "Unknown algorithm 'dqn'", "sapo")
+    _one_sentence_error(
+        _invoke(["bench", "--algos", "sapo,dqn", "--env", "keydoor", "-o", out]),
+        "Unknown algorithm 'dqn'",
+        "sapo",
+    )
     _one_sentence_error(_invoke(["bench", "--algos", " , ", "-o", out]), "names no algorithm")
-    _one_sentence_error(_invoke(["bench", "--algos", "sapo,grpo", "--trajectories", "12", "-o", out]),
-                        "not a multiple of grpo's 8 rollouts per task")
-    _one_sentence_error(_invoke(["bench", "--algos", "sapo,ppo", "--set", "algorithm.group_size=4", "-o", out]),
-                        "None of sapo, ppo has the setting 'algorithm.group_size'")
-    _one_sentence_error(_invoke(["bench", "--algos", "sapo", "--seeds", "0", "-o", out]), "--seeds must be")
+    _one_sentence_error(
+        _invoke(["bench", "--algos", "sapo,grpo", "--trajectories", "12", "-o", out]),
+        "not a multiple of grpo's 8 rollouts per task",
+    )
+    _one_sentence_error(
+        _invoke(["bench", "--algos", "sapo,ppo", "--set", "algorithm.group_size=4", "-o", out]),
+        "None of sapo, ppo has the setting 'algorithm.group_size'",
+    )
+    _one_sentence_error(
+        _invoke(["bench", "--algos", "sapo", "--seeds", "0", "-o", out]), "--seeds must be"
+    )
     assert not (tmp_path / "out").exists()  # nothing started
 
 
-# --- planning and resuming ---------------------------------------------------------------------------
+# --- planning and resuming -----------------------------------------------------------------------
 
 
 def test_plan_is_like_for_like(tmp_path):
     from agentrl.reporting.bench import plan_bench
 
-    plan = plan_bench(["sapo", "ppo", "grpo"], tmp_path / "out", env="keydoor", model="tiny",
-                      overrides=["algorithm.group_size=4", "algorithm.value_coef=0.3", "algorithm.lr=2e-6"],
-                      seeds=2, first_seed=5, iterations=3, trajectories=8, eval_episodes=2)
-    assert [(r.algo, r.seed) for r in plan.runs] == [(a, s) for a in ("sapo", "ppo", "grpo") for s in (5, 6)]
+    plan = plan_bench(
+        ["sapo", "ppo", "grpo"],
+        tmp_path / "out",
+        env="keydoor",
+        model="tiny",
+        overrides=["algorithm.group_size=4", "algorithm.value_coef=0.3", "algorithm.lr=2e-6"],
+        seeds=2,
+        first_seed=5,
+        iterations=3,
+        trajectories=8,
+        eval_episodes=2,
+    )
+    assert [(r.algo, r.seed) for r in plan.runs] == [
+        (a, s) for a in ("sapo", "ppo", "grpo") for s in (5, 6)
+    ]
     for run in plan.runs:
         cfg = run.config
         assert run.run_dir == tmp_path / "out" / run.algo / f"seed{run.seed}"
@@ -370,8 +485,16 @@ def test_existing_runs_are_skipped_resumed_extended_or_refused(tmp_path):
     out = tmp_path / "out"
 
     def plan(iterations: int = 2, extra: tuple[str, ...] = ()):
-        return plan_bench(["sapo"], out, env="keydoor", model="tiny", seeds=1, iterations=iterations,
-                          trajectories=4, overrides=list(extra))
+        return plan_bench(
+            ["sapo"],
+            out,
+            env="keydoor",
+            model="tiny",
+            seeds=1,
+            iterations=iterations,
+            trajectories=4,
+            overrides=list(extra),
+        )
 
     run_dir = out / "sapo" / "seed0"
     run_dir.mkdir(parents=True)
@@ -387,23 +510,61 @@ def test_existing_runs_are_skipped_resumed_extended_or_refused(tmp_path):
     (run_dir / "summary.json").write_text("{}\n")
     assert plan().runs[0].action == "skip"
     assert plan(iterations=5).runs[0].action == "extend"
-    with pytest.raises(UserError, match="holds a run made with other settings.*rollout.temperature"):
+    with pytest.raises(
+        UserError, match="holds a run made with other settings.*rollout.temperature"
+    ):
         plan(extra=("rollout.temperature=0.5",))
 
 
-# --- the real thing: bench with the tiny model, then report --------------------------------------------
+# --- the real thing: bench with the tiny model, then report --------------------------------------
 
 
-def test_bench_then_report_end_to_end(tmp_path):
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op thread: on a shared 2-core machine, two threads fighting other jobs made
+    the tiny model's forward passes 4-5x slower than one (measured); restored afterwards."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_bench_then_report_end_to_end(tmp_path, one_torch_thread):
     out = tmp_path / "bench"
-    args = ["bench", "--algos", "sapo,ppo", "--env", "keydoor", "--model", "tiny", "--seeds", "2",
-            "--iterations", "2", "--trajectories", "2", "--eval-episodes", "2",
-            "--set", "rollout.action_mode=constrained", "--set", "algorithm.kl_coef=0",
-            "--set", "env.kwargs={n_rooms: 2, max_steps: 3}", "--set", "train.save_every=2",
-            "-o", str(out)]
+    args = [
+        "bench",
+        "--algos",
+        "sapo,ppo",
+        "--env",
+        "keydoor",
+        "--model",
+        "tiny",
+        "--seeds",
+        "2",
+        "--iterations",
+        "2",
+        "--trajectories",
+        "2",
+        "--eval-episodes",
+        "2",
+        "--set",
+        "rollout.action_mode=constrained",
+        "--set",
+        "algorithm.kl_coef=0",
+        "--set",
+        "env.kwargs={n_rooms: 2, max_steps: 3}",
+        "--set",
+        "train.save_every=2",
+        "-o",
+        str(out),
+    ]
     result = _invoke(args)
     assert result.exit_code == 0, result.output
-    assert "agentrl bench" in result.output and "done" in result.output  # the live table, then the end
+    assert (
+        "agentrl bench" in result.output and "done" in result.output
+    )  # the live table, then the end
     runs = {(algo, seed): out / algo / f"seed{seed}" for algo in ("sapo", "ppo") for seed in (0, 1)}
     for run in runs.values():
         records = _metrics(run)
@@ -413,14 +574,22 @@ def test_bench_then_report_end_to_end(tmp_path):
     # Like-for-like: seed k of SAPO and of PPO played the same tasks in every iteration.
     for seed in (0, 1):
         for it in (1, 2):
-            tasks = [[json.loads(line)["task_seed"] for line in
-                      (runs[(algo, seed)] / "samples" / f"iter_{it:05d}.jsonl").read_text().splitlines()]
-                     for algo in ("sapo", "ppo")]
+            tasks = [
+                [
+                    json.loads(line)["task_seed"]
+                    for line in (runs[(algo, seed)] / "samples" / f"iter_{it:05d}.jsonl")
+                    .read_text()
+                    .splitlines()
+                ]
+                for algo in ("sapo", "ppo")
+            ]
             assert tasks[0] == tasks[1] and len(tasks[0]) == 2
     manifest = json.loads((out / "bench.json").read_text())
     assert manifest["trajectories_per_iteration"] == 2
     session = manifest["sessions"][0]
-    assert session["command"].startswith("agentrl bench --algos sapo,ppo --env keydoor --model tiny")
+    assert session["command"].startswith(
+        "agentrl bench --algos sapo,ppo --env keydoor --model tiny"
+    )
     assert [r["state"] for r in session["runs"]] == ["done"] * 4 and session["finished"]
 
     # Resumable: the same command again trains nothing.
@@ -443,8 +612,14 @@ def test_bench_then_report_end_to_end(tmp_path):
     referenced = set(re.findall(r'data-file="(figures/[^"]+)"', html))
     assert referenced == set(re.findall(r"\]\((figures/[^)]+)\)", md))
     assert all((report_dir / name).is_file() for name in referenced)
-    for name in ("learning_curves", "time_per_iteration", "peak_memory", "explained_variance",
-                 "trace_sapo_1", "trace_ppo_1"):
+    for name in (
+        "learning_curves",
+        "time_per_iteration",
+        "peak_memory",
+        "explained_variance",
+        "trace_sapo_1",
+        "trace_ppo_1",
+    ):
         assert f"figures/{name}.png" in referenced
     # The final eval row, worked out from the four metrics files.
     for algo in ("sapo", "ppo"):
@@ -452,29 +627,58 @@ def test_bench_then_report_end_to_end(tmp_path):
         row = _row(md, algo, "## Final evaluation")
         assert row[1] == "2"
         assert row[2] == _pm([f["eval/success_rate"] for f in finals], 100, 1)
-        times = [statistics.mean(r["time/iteration"] for r in _metrics(runs[(algo, s)])) for s in (0, 1)]
+        times = [
+            statistics.mean(r["time/iteration"] for r in _metrics(runs[(algo, s)])) for s in (0, 1)
+        ]
         assert _row(md, algo, "## Cost per iteration")[-2] == _pm(times, digits=2)
     # The machine and the exact command come from bench.json.
     assert session["command"] in md and "Machine (" in md and "logical cores" in md
     assert "The machine is not recorded" not in md
 
 
-# --- the shipped benchmark configs ---------------------------------------------------------------------
+# --- the shipped benchmark configs ---------------------------------------------------------------
 
 
 CONFIGS = sorted((ROOT / "benchmarks" / "configs").glob("paper_*.yaml")) + sorted(
-    (ROOT / "benchmarks" / "configs").glob("cpu_*.yaml"))
+    (ROOT / "benchmarks" / "configs").glob("cpu_*.yaml")
+)
 
 
-def test_benchmark_configs_parse_and_state_their_command():
+def _plan_from_command(command: str, out: Path):
+    """Plan (not run) the bench a header command asks for, with its own options."""
+    from agentrl.reporting.bench import parse_algos, plan_bench
+
+    argv = shlex.split(command)
+    assert argv[:2] == ["agentrl", "bench"]
+    options: dict[str, list[str]] = {}
+    for flag, value in zip(argv[2::2], argv[3::2], strict=True):
+        options.setdefault(flag, []).append(value)
+    return plan_bench(
+        parse_algos(options["--algos"][0]),
+        out,
+        config_path=ROOT / options["--config"][0],
+        overrides=options.get("--set", []),
+        seeds=int(options["--seeds"][0]),
+        trajectories=int(options["--trajectories"][0]),
+    )
+
+
+def test_benchmark_configs_parse_and_state_their_command(tmp_path):
     assert len([c for c in CONFIGS if c.name.startswith("paper_")]) == 4
     assert [c for c in CONFIGS if c.name.startswith("cpu_")]
     for path in CONFIGS:
         cfg = build_config(config_path=path)
         header = path.read_text().split("\n\n", 1)[0]
-        commands = [line.lstrip("# ").strip() for line in header.splitlines() if "agentrl bench" in line]
+        commands = [
+            line.lstrip("# ").strip() for line in header.splitlines() if "agentrl bench" in line
+        ]
         assert commands, f"{path.name}: no 'agentrl bench' command in the header comment"
         assert f"--config benchmarks/configs/{path.name}" in commands[0]
+        plan = _plan_from_command(commands[0], tmp_path / path.stem)
+        assert {r.algo for r in plan.runs} == {"sapo", "ppo", "grpo"} and len(plan.runs) == 9
+        assert {r.config.rollout.tasks_per_iteration * r.rollouts_per_task for r in plan.runs} == {
+            plan.trajectories
+        }
         if path.name.startswith("paper_"):
             assert cfg.rollout.tasks_per_iteration == 128 and "--trajectories 128" in commands[0]
             assert cfg.algorithm.lr == 1e-6 and cfg.algorithm.kl_coef == 0.01

@@ -1,4 +1,4 @@
-"""The HTML report in a real browser: it renders (not a blank page) and loads nothing from the network.
+"""The HTML report in a real browser: it renders (not blank) and loads nothing from the network.
 
 Headless Chromium opens a report built from hand-written runs (no training, so the test is quick)
 as a ``file://`` page. Three things are checked: a screenshot has real content (pixel variance
@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_bench_report import write_synthetic_runs
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 CHROMIUM = Path("/usr/bin/chromium")
 
-pytestmark = pytest.mark.skipif(not CHROMEDRIVER.exists(),
-                                reason="/usr/bin/chromedriver is missing (apt-get install chromium-driver)")
+pytestmark = pytest.mark.skipif(
+    not CHROMEDRIVER.exists(),
+    reason="/usr/bin/chromedriver is missing (apt-get install chromium-driver)",
+)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -51,9 +52,19 @@ def open_report(html: Path, shot: Path) -> dict:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     profile = tempfile.mkdtemp(prefix="agentrl-report-chromium-")
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,1800"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        "--window-size=1280,1800",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     service = Service(str(CHROMEDRIVER))
@@ -67,9 +78,11 @@ def open_report(html: Path, shot: Path) -> dict:
         driver.get_log("performance")  # drop what the browser's own start-up pages requested
         driver.get(html.resolve().as_uri())
         images = driver.execute_script(
-            "return Array.from(document.images).map(i => [i.complete, i.naturalWidth]);")
+            "return Array.from(document.images).map(i => [i.complete, i.naturalWidth]);"
+        )
         sections = driver.execute_script(
-            "return Array.from(document.querySelectorAll('section')).map(s => s.id);")
+            "return Array.from(document.querySelectorAll('section')).map(s => s.id);"
+        )
         height = driver.execute_script("return document.body.scrollHeight;")
         driver.save_screenshot(str(shot))
         requests = []
@@ -78,8 +91,13 @@ def open_report(html: Path, shot: Path) -> dict:
             if message.get("method") == "Network.requestWillBeSent":
                 requests.append(message["params"]["request"]["url"])
         tree = sorted(set(tree) | set(_descendants(service.process.pid)))
-        return {"images": images, "sections": sections, "height": height, "requests": requests,
-                "tree": tree}
+        return {
+            "images": images,
+            "sections": sections,
+            "height": height,
+            "requests": requests,
+            "tree": tree,
+        }
     finally:
         if driver is not None:
             driver.quit()

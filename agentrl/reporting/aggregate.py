@@ -62,6 +62,7 @@ class Band:
     mean: np.ndarray
     std: np.ndarray | None
     seeds: int
+    measured: bool = True  # False when some points are interpolated (no marker is drawn there)
 
 
 def band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]) -> Band | None:
@@ -73,8 +74,11 @@ def band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]) -> Band | No
     """
     cleaned = []
     for xs, ys in curves:
-        pairs = sorted((float(a), float(b)) for a, b in zip(xs, ys, strict=True)
-                       if math.isfinite(a) and math.isfinite(b))
+        pairs = sorted(
+            (float(a), float(b))
+            for a, b in zip(xs, ys, strict=True)
+            if math.isfinite(a) and math.isfinite(b)
+        )
         if pairs:
             cleaned.append((np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])))
     if not cleaned:
@@ -82,6 +86,11 @@ def band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]) -> Band | No
     if len(cleaned) == 1:
         x, y = cleaned[0]
         return Band(x, y, None, 1)
+    if all(len(x) == len(cleaned[0][0]) and np.array_equal(x, cleaned[0][0]) for x, _ in cleaned):
+        stacked = np.stack(
+            [y for _, y in cleaned]
+        )  # every seed at the same x: nothing to interpolate
+        return Band(cleaned[0][0], stacked.mean(axis=0), stacked.std(axis=0, ddof=1), len(cleaned))
     low = max(x[0] for x, _ in cleaned)
     high = min(x[-1] for x, _ in cleaned)
     grid = np.unique(np.concatenate([x for x, _ in cleaned]))
@@ -92,7 +101,9 @@ def band(curves: Sequence[tuple[Sequence[float], Sequence[float]]]) -> Band | No
         stacked = np.stack([y[:length] for _, y in cleaned])
     else:
         stacked = np.stack([np.interp(grid, x, y) for x, y in cleaned])
-    return Band(grid, stacked.mean(axis=0), stacked.std(axis=0, ddof=1), len(cleaned))
+    return Band(
+        grid, stacked.mean(axis=0), stacked.std(axis=0, ddof=1), len(cleaned), measured=False
+    )
 
 
 def curve(run: Run, key: str, x_key: str) -> tuple[list[float], list[float]]:
@@ -144,8 +155,9 @@ def phase_cost(group: RunGroup) -> PhaseCost:
         parts = [run_mean(run, key) for key, _ in PHASES]
         return max(0.0, total - sum(p for p in parts if p is not None))
 
-    return PhaseCost(phases, over_seeds(group, other),
-                     over_seeds(group, lambda r: run_mean(r, "time/iteration")))
+    return PhaseCost(
+        phases, over_seeds(group, other), over_seeds(group, lambda r: run_mean(r, "time/iteration"))
+    )
 
 
 def final_eval_value(run: Run, key: str) -> float | None:

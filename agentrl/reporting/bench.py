@@ -123,10 +123,21 @@ def _algorithm_fields(algo: str) -> set[str]:
     return {f.name for f in dataclasses.fields(get_algorithm(algo).config_class)}
 
 
-def plan_bench(algos: Sequence[str], out: Path, *, env: str | None = None, model: str | None = None,
-               config_path: Path | None = None, overrides: Sequence[str] = (), seeds: int = 3,
-               first_seed: int = 0, iterations: int | None = None, trajectories: int | None = None,
-               eval_episodes: int | None = None, command: str = "") -> BenchPlan:
+def plan_bench(
+    algos: Sequence[str],
+    out: Path,
+    *,
+    env: str | None = None,
+    model: str | None = None,
+    config_path: Path | None = None,
+    overrides: Sequence[str] = (),
+    seeds: int = 3,
+    first_seed: int = 0,
+    iterations: int | None = None,
+    trajectories: int | None = None,
+    eval_episodes: int | None = None,
+    command: str = "",
+) -> BenchPlan:
     """The runs a bench will make, each with its resolved config and what to do with it."""
     if seeds < 1:
         raise UserError(f"--seeds must be at least 1, not {seeds}.")
@@ -150,7 +161,9 @@ def plan_bench(algos: Sequence[str], out: Path, *, env: str | None = None, model
 
     def tree_for(algo: str) -> dict[str, Any]:
         own = copy.deepcopy(tree)
-        own["algorithm"] = {k: v for k, v in algorithm_section.items() if k in fields.get(algo, set())}
+        own["algorithm"] = {
+            k: v for k, v in algorithm_section.items() if k in fields.get(algo, set())
+        }
         own["algo"] = algo
         return own
 
@@ -175,8 +188,10 @@ def plan_bench(algos: Sequence[str], out: Path, *, env: str | None = None, model
             cfg = build_config(algo=algo, env=env, model=model, base=own)
             k = rollouts_per_task(cfg)
             if trajectories % k:
-                raise UserError(f"{trajectories} trajectories per iteration is not a multiple of "
-                                f"{algo}'s {k} rollouts per task; choose --trajectories divisible by {k}.")
+                raise UserError(
+                    f"{trajectories} trajectories per iteration is not a multiple of "
+                    f"{algo}'s {k} rollouts per task; choose --trajectories divisible by {k}."
+                )
             cfg.rollout.tasks_per_iteration = trajectories // k
             planned = PlannedRun(algo, seed, run_dir, cfg, k)
             planned.action = existing_action(planned)
@@ -189,7 +204,11 @@ def _normalised(tree: dict[str, Any]) -> dict[str, Any]:
 
 
 def existing_action(planned: PlannedRun) -> str:
-    """What to do with ``planned.run_dir`` as it is on disk (fresh, skip, resume, extend, restart)."""
+    """What to do with ``planned.run_dir`` as it is on disk.
+
+    One of fresh, skip (finished), resume (checkpoint, no summary), extend (finished with fewer
+    iterations than asked) or restart (records but no checkpoint: cannot be resumed).
+    """
     from agentrl.trainer import latest_checkpoint
 
     folder = planned.run_dir
@@ -199,22 +218,29 @@ def existing_action(planned: PlannedRun) -> str:
     try:
         saved = yaml.safe_load(saved_path.read_text()) or {}
     except yaml.YAMLError as exc:
-        raise UserError(f"'{saved_path}' is not readable YAML ({exc}); move that run away.") from exc
+        raise UserError(
+            f"'{saved_path}' is not readable YAML ({exc}); move that run away."
+        ) from exc
     old, new = _normalised(saved), _normalised(planned.config.to_dict())
-    differing = sorted(k for k in set(old) | set(new)
-                       if k not in REUSABLE_DIFFERENCES and old.get(k) != new.get(k))
+    differing = sorted(
+        k for k in set(old) | set(new) if k not in REUSABLE_DIFFERENCES and old.get(k) != new.get(k)
+    )
     if differing:
         shown = "; ".join(f"{k}: {old.get(k)!r} there, {new.get(k)!r} now" for k in differing[:3])
-        raise UserError(f"'{folder}' holds a run made with other settings ({shown}); choose another "
-                        "output directory or remove it.")
+        raise UserError(
+            f"'{folder}' holds a run made with other settings ({shown}); choose another "
+            "output directory or remove it."
+        )
     has_checkpoint = latest_checkpoint(folder) is not None
     if (folder / "summary.json").is_file():
         done = int((saved.get("train") or {}).get("iterations", 0))
         if done >= planned.config.train.iterations:
             return "skip"
         if not has_checkpoint:
-            raise UserError(f"'{folder}' finished {done} iterations and has no checkpoint to extend "
-                            f"to {planned.config.train.iterations}; choose another output directory.")
+            raise UserError(
+                f"'{folder}' finished {done} iterations and has no checkpoint to extend "
+                f"to {planned.config.train.iterations}; choose another output directory."
+            )
         return "extend"
     if has_checkpoint:
         return "resume"
@@ -224,7 +250,7 @@ def existing_action(planned: PlannedRun) -> str:
     return "fresh"
 
 
-# --- running ---------------------------------------------------------------------------------------
+# --- running -------------------------------------------------------------------------------------
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -235,11 +261,21 @@ def live_table(plan: BenchPlan, statuses: Sequence[RunStatus]) -> Any:
     """The rich table shown while the bench runs: one row per run."""
     from rich.table import Table
 
-    table = Table(title=f"agentrl bench -> {plan.out}  ({plan.trajectories} trajectories / iteration)",
-                  header_style="bold")
-    for name, justify in (("algo", "left"), ("seed", "right"), ("state", "left"), ("iteration", "right"),
-                          ("success", "right"), ("return", "right"), ("eval success", "right"),
-                          ("time/iteration (s)", "right"), ("elapsed (s)", "right")):
+    table = Table(
+        title=f"agentrl bench -> {plan.out}  ({plan.trajectories} trajectories / iteration)",
+        header_style="bold",
+    )
+    for name, justify in (
+        ("algo", "left"),
+        ("seed", "right"),
+        ("state", "left"),
+        ("iteration", "right"),
+        ("success", "right"),
+        ("return", "right"),
+        ("eval success", "right"),
+        ("time/iteration (s)", "right"),
+        ("elapsed (s)", "right"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     now = time.monotonic()
     for status in statuses:
@@ -248,10 +284,17 @@ def live_table(plan: BenchPlan, statuses: Sequence[RunStatus]) -> Any:
         if status.started is not None:
             elapsed = f"{(status.finished or now) - status.started:.0f}"
         state = status.state + (f" ({status.warning})" if status.warning else "")
-        table.add_row(status.run.algo, str(status.run.seed), state, f"{status.iteration}/{planned}",
-                      _fmt(status.record.get("rollout/success_rate")), _fmt(status.record.get("rollout/return")),
-                      _fmt(status.record.get("eval/success_rate")), _fmt(status.record.get("time/iteration"), 1),
-                      elapsed)
+        table.add_row(
+            status.run.algo,
+            str(status.run.seed),
+            state,
+            f"{status.iteration}/{planned}",
+            _fmt(status.record.get("rollout/success_rate")),
+            _fmt(status.record.get("rollout/return")),
+            _fmt(status.record.get("eval/success_rate")),
+            _fmt(status.record.get("time/iteration"), 1),
+            elapsed,
+        )
     return table
 
 
@@ -273,8 +316,16 @@ class Manifest:
             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "finished": None,
             "machine": describe_machine(),
-            "runs": [{"algo": r.algo, "seed": r.seed, "run_dir": str(r.run_dir.resolve()),
-                      "action": r.action, "state": "queued"} for r in plan.runs],
+            "runs": [
+                {
+                    "algo": r.algo,
+                    "seed": r.seed,
+                    "run_dir": str(r.run_dir.resolve()),
+                    "action": r.action,
+                    "state": "queued",
+                }
+                for r in plan.runs
+            ],
         }
         self.data.setdefault("sessions", []).append(self.session)
 
@@ -309,8 +360,11 @@ def _release_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def run_bench(plan: BenchPlan, console: Any | None = None,
-              on_iteration: Callable[[PlannedRun, dict[str, Any]], None] | None = None) -> list[RunStatus]:
+def run_bench(
+    plan: BenchPlan,
+    console: Any | None = None,
+    on_iteration: Callable[[PlannedRun, dict[str, Any]], None] | None = None,
+) -> list[RunStatus]:
     """Run every planned run in order, showing a live table on ``console`` (rich)."""
     from rich.console import Console
     from rich.live import Live
@@ -319,14 +373,18 @@ def run_bench(plan: BenchPlan, console: Any | None = None,
 
     console = console or Console()
     plan.out.mkdir(parents=True, exist_ok=True)
-    statuses = [RunStatus(r, state="done (kept)" if r.action == "skip" else "queued") for r in plan.runs]
+    statuses = [
+        RunStatus(r, state="done (kept)" if r.action == "skip" else "queued") for r in plan.runs
+    ]
     for status in statuses:
         if status.run.action == "skip":
             status.iteration = status.run.config.train.iterations
             status.record = _last_record(status.run.run_dir)
     manifest = Manifest(plan)
     manifest.write()
-    with Live(console=console, refresh_per_second=2, get_renderable=lambda: live_table(plan, statuses)):
+    with Live(
+        console=console, refresh_per_second=2, get_renderable=lambda: live_table(plan, statuses)
+    ):
         for index, status in enumerate(statuses):
             planned = status.run
             if planned.action == "skip":
@@ -334,7 +392,9 @@ def run_bench(plan: BenchPlan, console: Any | None = None,
                 continue
             if planned.action == "restart":
                 _clear_partial(planned.run_dir)
-            status.state = {"resume": "resuming", "extend": "extending"}.get(planned.action, "loading")
+            status.state = {"resume": "resuming", "extend": "extending"}.get(
+                planned.action, "loading"
+            )
             status.started = time.monotonic()
             trainer = None
             try:
@@ -347,8 +407,14 @@ def run_bench(plan: BenchPlan, console: Any | None = None,
                     status.iteration = int(record.get("iteration", status.iteration))
                     status.record = record
                     seen, it = record.get("trajectories"), record.get("iteration")
-                    if isinstance(seen, (int, float)) and isinstance(it, int) and seen != plan.trajectories * it:
-                        status.warning = f"{seen / it:g} trajectories/iteration, not {plan.trajectories}"
+                    if (
+                        isinstance(seen, (int, float))
+                        and isinstance(it, int)
+                        and seen != plan.trajectories * it
+                    ):
+                        status.warning = (
+                            f"{seen / it:g} trajectories/iteration, not {plan.trajectories}"
+                        )
                     if on_iteration is not None:
                         on_iteration(status.run, record)
 
@@ -365,15 +431,17 @@ def run_bench(plan: BenchPlan, console: Any | None = None,
                 del trainer
                 _release_memory()
             manifest.update(index, "done", status.warning)
+    console.print()
     manifest.finish()
     return statuses
 
 
 def _last_record(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "metrics.jsonl"
-    lines = [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    lines = (
+        [line for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    )
     try:
         return json.loads(lines[-1]) if lines else {}
     except json.JSONDecodeError:
         return {}
-

@@ -9,6 +9,7 @@ empty chart.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -31,8 +32,16 @@ from agentrl.reporting.machine import describe_machine, machine_line
 from agentrl.reporting.runs import Run, RunGroup, group_runs, settings_table
 
 #: Section ids, in page order; every report has all of them (tests and readers rely on it).
-SECTION_IDS = ("setup", "learning-curves", "final-eval", "task-types", "efficiency",
-               "grpo-collapse", "explained-variance", "value-traces")
+SECTION_IDS = (
+    "setup",
+    "learning-curves",
+    "final-eval",
+    "task-types",
+    "efficiency",
+    "grpo-collapse",
+    "explained-variance",
+    "value-traces",
+)
 FIGURE_DIR = "figures"
 
 
@@ -108,8 +117,13 @@ class Document:
         return found
 
 
-def fmt(value: MeanStd | None, scale: float = 1.0, digits: int = 3, unit: str = "",
-        of: int | None = None) -> str:
+def fmt(
+    value: MeanStd | None,
+    scale: float = 1.0,
+    digits: int = 3,
+    unit: str = "",
+    of: int | None = None,
+) -> str:
     """A mean ± std cell; ``(n=k)`` is added when only k of the group's ``of`` seeds have it."""
     if value is None:
         return "missing"
@@ -121,11 +135,16 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "group"
 
 
-# --- building --------------------------------------------------------------------------------------
+# --- building ------------------------------------------------------------------------------------
 
 
-def build_document(runs: Sequence[Run], out_dir: Path, notes: Sequence[str] = (),
-                   traces_per_group: int = 2, title: str | None = None) -> Document:
+def build_document(
+    runs: Sequence[Run],
+    out_dir: Path,
+    notes: Sequence[str] = (),
+    traces_per_group: int = 2,
+    title: str | None = None,
+) -> Document:
     """Group the runs, draw the figures into ``out_dir/figures`` and assemble the sections."""
     groups = group_runs(runs)
     figure_dir = out_dir / FIGURE_DIR
@@ -133,8 +152,10 @@ def build_document(runs: Sequence[Run], out_dir: Path, notes: Sequence[str] = ()
     env_ids = sorted({str((r.config.get("env") or {}).get("id", "?")) for r in runs})
     models = sorted({str((r.config.get("model") or {}).get("name", "?")) for r in runs})
     title = title or f"{', '.join(g.label for g in groups)} on {', '.join(env_ids)}"
-    subtitle = (f"model {', '.join(models)}; {len(runs)} runs; report built "
-                f"{time.strftime('%Y-%m-%d %H:%M %Z')}")
+    subtitle = (
+        f"model {', '.join(models)}; {len(runs)} runs; report built "
+        f"{time.strftime('%Y-%m-%d %H:%M %Z')}"
+    )
     sections = [
         _setup(groups, notes),
         _learning_curves(groups, figure_dir),
@@ -157,17 +178,22 @@ def _run_dates(run: Run) -> str:
     if run.bench is not None and run.bench.started:
         end = run.bench.finished or "unfinished"
         return f"{run.bench.started} to {end}"
-    stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime((run.path / "metrics.jsonl").stat().st_mtime))
+    stamp = time.strftime(
+        "%Y-%m-%d %H:%M", time.localtime((run.path / "metrics.jsonl").stat().st_mtime)
+    )
     return f"last record written {stamp}"
 
 
 def _setup(groups: Sequence[RunGroup], notes: Sequence[str]) -> Section:
     section = Section("setup", "Setup: machine, dates, commands, seeds")
     runs = [run for group in groups for run in group.runs]
-    section.blocks.append(Paragraph(
-        "Runs: " + "; ".join(f"{g.label}: {_seeds_text(g)}" for g in groups) + ". "
-        "Every ± below is the sample standard deviation over seeds (ddof=1); with one seed no "
-        "std is shown. n is the number of seeds a number is averaged over."))
+    section.blocks.append(
+        Paragraph(
+            "Runs: " + "; ".join(f"{g.label}: {_seeds_text(g)}" for g in groups) + ". "
+            "Every ± below is the sample standard deviation over seeds (ddof=1); with one seed no "
+            "std is shown. n is the number of seeds a number is averaged over."
+        )
+    )
 
     machines: dict[str, list[str]] = {}
     unrecorded = []
@@ -179,35 +205,64 @@ def _setup(groups: Sequence[RunGroup], notes: Sequence[str]) -> Section:
     for line, names in machines.items():
         section.blocks.append(Paragraph(f"Machine ({', '.join(names)}): {line}."))
     if unrecorded:
-        section.blocks.append(Note(
-            f"The machine is not recorded for {', '.join(unrecorded)} (made outside `agentrl bench`). "
-            f"This report was built on: {machine_line(describe_machine(include_accelerators=False))}."))
+        section.blocks.append(
+            Note(
+                f"The machine is not recorded for {', '.join(unrecorded)} (made outside "
+                "`agentrl bench`). This report was built on: "
+                f"{machine_line(describe_machine(include_accelerators=False))}."
+            )
+        )
 
     rows = []
     for group in groups:
         for run in group.runs:
             last = run.records[-1]
             planned = run.planned_iterations
-            rows.append([
-                group.label, "?" if run.seed is None else str(run.seed),
-                f"{run.done_iterations} / {planned if planned is not None else '?'}",
-                "yes" if run.finished else "no",
-                str(last.get("env_steps", "missing")),
-                f"{float(last['wall_time']):.1f}" if isinstance(last.get("wall_time"), (int, float)) else "missing",
-                _trajectories_per_iteration(run),
-                run.bench.action if run.bench is not None else "-",
-                _run_dates(run), str(run.path)])
-    section.blocks.append(Table(
-        ["group", "seed", "iterations done / planned", "finished", "env steps", "training wall-clock (s)",
-         "trajectories / iteration", "bench action", "dates", "run directory"], rows,
-        "Wall-clock counts training iterations only (evaluation time is excluded)."))
+            rows.append(
+                [
+                    group.label,
+                    "?" if run.seed is None else str(run.seed),
+                    f"{run.done_iterations} / {planned if planned is not None else '?'}",
+                    "yes" if run.finished else "no",
+                    str(last.get("env_steps", "missing")),
+                    f"{float(last['wall_time']):.1f}"
+                    if isinstance(last.get("wall_time"), (int, float))
+                    else "missing",
+                    _trajectories_per_iteration(run),
+                    run.bench.action if run.bench is not None else "-",
+                    _run_dates(run),
+                    str(run.path),
+                ]
+            )
+    section.blocks.append(
+        Table(
+            [
+                "group",
+                "seed",
+                "iterations done / planned",
+                "finished",
+                "env steps",
+                "training wall-clock (s)",
+                "trajectories / iteration",
+                "bench action",
+                "dates",
+                "run directory",
+            ],
+            rows,
+            "Wall-clock counts training iterations only (evaluation time is excluded).",
+        )
+    )
 
     per_group = {g.label: {_trajectories_per_iteration(r) for r in g.runs} for g in groups}
     counts = set().union(*per_group.values())
     if len(counts) > 1:
-        section.blocks.append(Note(
-            "Not like-for-like: trajectories per iteration differ ("
-            + "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in per_group.items()) + ")."))
+        section.blocks.append(
+            Note(
+                "Not like-for-like: trajectories per iteration differ ("
+                + "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in per_group.items())
+                + ")."
+            )
+        )
     for key, what in (("env", "envs"), ("model", "models")):
         values = {str(r.config.get(key)) for r in runs}
         if len(values) > 1:
@@ -215,27 +270,46 @@ def _setup(groups: Sequence[RunGroup], notes: Sequence[str]) -> Section:
 
     shared, differing = settings_table(groups)
     if differing:
-        section.blocks.append(Table(["setting", *[g.label for g in groups]],
-                                    [[k, *v] for k, v in differing.items()],
-                                    "Settings that differ between groups (seeds and bookkeeping left out)."))
-    section.blocks.append(Subsection("Settings shared by every group", [
-        Table(["setting", "value"], [[k, v] for k, v in shared.items()])], collapsed=True))
+        section.blocks.append(
+            Table(
+                ["setting", *[g.label for g in groups]],
+                [[k, *v] for k, v in differing.items()],
+                "Settings that differ between groups (seeds and bookkeeping left out).",
+            )
+        )
+    section.blocks.append(
+        Subsection(
+            "Settings shared by every group",
+            [Table(["setting", "value"], [[k, v] for k, v in shared.items()])],
+            collapsed=True,
+        )
+    )
 
     commands = sorted({r.bench.command for r in runs if r.bench is not None and r.bench.command})
     if commands:
         section.blocks.append(Paragraph("Made with:"))
         section.blocks.append(Code("\n".join(commands)))
-    section.blocks.append(Subsection("Each run's own command (from its config.yaml)", [
-        Code("\n".join(run.command() for run in runs))], collapsed=True))
+    section.blocks.append(
+        Subsection(
+            "Each run's own command (from its config.yaml)",
+            [Code("\n".join(run.command() for run in runs))],
+            collapsed=True,
+        )
+    )
     for note in notes:
         section.blocks.append(Note(note))
     for run in runs:
         if run.skipped_lines:
-            section.blocks.append(Note(f"{run.path}: its last metrics line was cut short and is ignored."))
+            section.blocks.append(
+                Note(f"{run.path}: its last metrics line was cut short and is ignored.")
+            )
         if not run.finished:
-            section.blocks.append(Note(
-                f"{_run_name(run)} is unfinished ({run.done_iterations} of "
-                f"{run.planned_iterations} iterations); its numbers are those recorded so far."))
+            section.blocks.append(
+                Note(
+                    f"{_run_name(run)} is unfinished ({run.done_iterations} of "
+                    f"{run.planned_iterations} iterations); its numbers are those recorded so far."
+                )
+            )
     return section
 
 
@@ -256,31 +330,48 @@ def _learning_curves(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     section = Section("learning-curves", "Success and score vs env steps and wall-clock")
     path = figures.learning_curves(groups, figure_dir / "learning_curves.png", "rollout")
     if path is None:
-        section.blocks.append(Note("missing: no run recorded rollout/success_rate or rollout/score."))
+        section.blocks.append(
+            Note("missing: no run recorded rollout/success_rate or rollout/score.")
+        )
     else:
-        section.blocks.append(Image(path, "training success and score vs env steps and wall-clock",
-                                    "Training rollouts (sampled actions, the iteration's tasks): mean "
-                                    "line, ± std band over seeds. Seeds are interpolated onto a common "
-                                    "x grid within the range every seed reached."))
+        section.blocks.append(
+            Image(
+                path,
+                "training success and score vs env steps and wall-clock",
+                "Training rollouts (sampled actions, the iteration's tasks): mean "
+                "line, ± std band over seeds. Seeds are interpolated onto a common "
+                "x grid within the range every seed reached.",
+            )
+        )
     multi_eval = any(len(run.values("eval/success_rate")) > 1 for g in groups for run in g.runs)
     if multi_eval:
         path = figures.learning_curves(groups, figure_dir / "eval_curves.png", "eval")
         if path is not None:
-            section.blocks.append(Image(path, "eval success and score vs env steps and wall-clock",
-                                        "Evaluation episodes (fixed eval tasks, greedy unless "
-                                        "train.eval_greedy is false) at each eval iteration."))
+            section.blocks.append(
+                Image(
+                    path,
+                    "eval success and score vs env steps and wall-clock",
+                    "Evaluation episodes (fixed eval tasks, greedy unless "
+                    "train.eval_greedy is false) at each eval iteration.",
+                )
+            )
     else:
-        section.blocks.append(Paragraph(
-            "Evaluation ran at most once per run, so there is no eval curve; see the final "
-            "evaluation table. Set `train.eval_every` for eval curves."))
+        section.blocks.append(
+            Paragraph(
+                "Evaluation ran at most once per run, so there is no eval curve; see the final "
+                "evaluation table. Set `train.eval_every` for eval curves."
+            )
+        )
     return section
 
 
-EVAL_COLUMNS = (("eval/success_rate", "success (%)", 100.0, 1),
-                ("eval/score", "score", 1.0, 3),
-                ("eval/return", "return", 1.0, 3),
-                ("eval/episode_length", "episode length", 1.0, 2),
-                ("eval/invalid_action_rate", "invalid actions (%)", 100.0, 1))
+EVAL_COLUMNS = (
+    ("eval/success_rate", "success (%)", 100.0, 1),
+    ("eval/score", "score", 1.0, 3),
+    ("eval/return", "return", 1.0, 3),
+    ("eval/episode_length", "episode length", 1.0, 2),
+    ("eval/invalid_action_rate", "invalid actions (%)", 100.0, 1),
+)
 
 
 def _final_eval(groups: Sequence[RunGroup]) -> Section:
@@ -293,46 +384,88 @@ def _final_eval(groups: Sequence[RunGroup]) -> Section:
             missing.append(group.label)
             rows.append([group.label, "0", *["missing"] * len(EVAL_COLUMNS), "-", "-"])
             continue
-        cells = [fmt(over_seeds(group, lambda r, k=key: final_eval_value(r, k)), scale, digits,
-                     of=len(evaluated))
-                 for key, _, scale, digits in EVAL_COLUMNS]
+        cells = [
+            fmt(
+                over_seeds(group, lambda r, k=key: final_eval_value(r, k)),
+                scale,
+                digits,
+                of=len(evaluated),
+            )
+            for key, _, scale, digits in EVAL_COLUMNS
+        ]
         episodes = sorted({f"{r.last_eval().get('eval/episodes', 0):g}" for r in evaluated})
         iterations = sorted({str(r.last_eval()["iteration"]) for r in evaluated}, key=int)
-        rows.append([group.label, str(len(evaluated)), *cells, ", ".join(episodes), ", ".join(iterations)])
-    section.blocks.append(Table(
-        ["group", "seeds (n)", *[name for _, name, _, _ in EVAL_COLUMNS], "episodes per seed", "at iteration"],
-        rows, "Each seed's latest evaluation (the final one for a finished run); mean ± std over seeds."))
+        rows.append(
+            [group.label, str(len(evaluated)), *cells, ", ".join(episodes), ", ".join(iterations)]
+        )
+    section.blocks.append(
+        Table(
+            [
+                "group",
+                "seeds (n)",
+                *[name for _, name, _, _ in EVAL_COLUMNS],
+                "episodes per seed",
+                "at iteration",
+            ],
+            rows,
+            "Each seed's latest evaluation (the final one for a finished run); "
+            "mean ± std over seeds.",
+        )
+    )
     if missing:
-        section.blocks.append(Note(
-            f"missing: {', '.join(missing)} recorded no evaluation (train.eval_episodes was 0)."))
+        section.blocks.append(
+            Note(
+                f"missing: {', '.join(missing)} recorded no evaluation (train.eval_episodes was 0)."
+            )
+        )
     return section
 
 
 def _task_types(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     section = Section("task-types", "Success per task type")
-    types = sorted({key.split("/", 2)[2] for g in groups for r in g.runs
-                    for key in (r.last_eval() or {}) if key.startswith("eval/success/")})
+    types = sorted(
+        {
+            key.split("/", 2)[2]
+            for g in groups
+            for r in g.runs
+            for key in (r.last_eval() or {})
+            if key.startswith("eval/success/")
+        }
+    )
     if not types:
-        section.blocks.append(Paragraph(
-            "The env reports no task types for these runs (no `eval/success/<type>` numbers), so "
-            "there is no per-type breakdown. ALFWorld reports its six types here."))
+        section.blocks.append(
+            Paragraph(
+                "The env reports no task types for these runs (no `eval/success/<type>` numbers), "
+                "so there is no per-type breakdown. ALFWorld reports its six types here."
+            )
+        )
         return section
     values: dict[tuple[int, str], MeanStd | None] = {}
     rows = []
     for task_type in types:
         row = [task_type.replace("_", " ")]
         for g, group in enumerate(groups):
-            value = over_seeds(group, lambda r, k=f"eval/success/{task_type}": final_eval_value(r, k))
+            value = over_seeds(
+                group, lambda r, k=f"eval/success/{task_type}": final_eval_value(r, k)
+            )
             values[(g, task_type)] = value
-            episodes = {f"{final_eval_value(r, f'eval/episodes/{task_type}') or 0:g}"
-                        for r in group.runs if r.last_eval() is not None}
+            episodes = {
+                f"{final_eval_value(r, f'eval/episodes/{task_type}') or 0:g}"
+                for r in group.runs
+                if r.last_eval() is not None
+            }
             cell = fmt(value, 100.0, 1)
             if value is not None:
                 cell += f" (n={value.n}, {'/'.join(sorted(episodes))} episodes)"
             row.append(cell)
         rows.append(row)
-    section.blocks.append(Table(["task type", *[f"{g.label} success (%)" for g in groups]], rows,
-                                "Final evaluation; n seeds, eval episodes of that type per seed."))
+    section.blocks.append(
+        Table(
+            ["task type", *[f"{g.label} success (%)" for g in groups]],
+            rows,
+            "Final evaluation; n seeds, eval episodes of that type per seed.",
+        )
+    )
     path = figures.task_type_bars(groups, types, values, figure_dir / "task_types.png")
     if path is not None:
         section.blocks.append(Image(path, "success per task type", "Error bars: std over seeds."))
@@ -359,35 +492,63 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     names = [name for _, name in PHASES] + [OTHER_PHASE]
     rows = []
     for group, cost in zip(groups, costs, strict=True):
-        cells = [fmt(cost.phases.get(n) if n != OTHER_PHASE else cost.other, digits=2, of=len(group.runs))
-                 for n in names]
+        cells = [
+            fmt(
+                cost.phases.get(n) if n != OTHER_PHASE else cost.other, digits=2, of=len(group.runs)
+            )
+            for n in names
+        ]
         ratio = _ratio(cost.total, costs[ppo].total) if ppo is not None else "-"
         rows.append([group.label, *cells, fmt(cost.total, digits=2, of=len(group.runs)), ratio])
-    section.blocks.append(Table(["group", *[f"{n} (s)" for n in names], "total (s)", "total / PPO"], rows,
-                                "Seconds per training iteration: each seed's mean over its iterations, "
-                                "then mean ± std over seeds. 'other' is time/iteration minus the timed phases "
-                                "(weight sync, advantages, bookkeeping)."))
+    section.blocks.append(
+        Table(
+            ["group", *[f"{n} (s)" for n in names], "total (s)", "total / PPO"],
+            rows,
+            "Seconds per training iteration: each seed's mean over its iterations, "
+            "then mean ± std over seeds. 'other' is time/iteration minus the timed phases "
+            "(weight sync, advantages, bookkeeping).",
+        )
+    )
     if ppo is None:
         section.blocks.append(Note("No PPO run among these runs, so no ratio to PPO is shown."))
     else:
         ratio_rows = []
         for group, cost in zip(groups, costs, strict=True):
             base = costs[ppo]
-            ratio_rows.append([group.label, *[
-                _ratio(cost.phases.get(n) if n != OTHER_PHASE else cost.other,
-                       base.phases.get(n) if n != OTHER_PHASE else base.other) for n in names],
-                _ratio(cost.total, base.total)])
-        section.blocks.append(Table(["group", *names, "total"], ratio_rows,
-                                    f"Each phase as a ratio to {groups[ppo].label}'s ('-' where PPO spends "
-                                    "no time in it)."))
+            ratio_rows.append(
+                [
+                    group.label,
+                    *[
+                        _ratio(
+                            cost.phases.get(n) if n != OTHER_PHASE else cost.other,
+                            base.phases.get(n) if n != OTHER_PHASE else base.other,
+                        )
+                        for n in names
+                    ],
+                    _ratio(cost.total, base.total),
+                ]
+            )
+        section.blocks.append(
+            Table(
+                ["group", *names, "total"],
+                ratio_rows,
+                f"Each phase as a ratio to {groups[ppo].label}'s ('-' where PPO spends "
+                "no time in it).",
+            )
+        )
     path = figures.phase_bars(groups, costs, ppo, figure_dir / "time_per_iteration.png")
     if path is None:
         section.blocks.append(Note("missing: no run recorded time/iteration."))
     else:
-        section.blocks.append(Image(path, "time per iteration by phase", "Error bar: std over seeds of the total."))
+        section.blocks.append(
+            Image(path, "time per iteration by phase", "Error bar: std over seeds of the total.")
+        )
 
     memory: dict[str, list[MeanStd | None]] = {}
-    for key, name in (("memory/peak_rss_gb", "peak RSS"), ("memory/peak_cuda_gb", "peak CUDA memory")):
+    for key, name in (
+        ("memory/peak_rss_gb", "peak RSS"),
+        ("memory/peak_cuda_gb", "peak CUDA memory"),
+    ):
         values = [over_seeds(g, lambda r, k=key: run_max(r, k)) for g in groups]
         if any(values):
             memory[name] = values
@@ -403,41 +564,65 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
                 if ppo is not None:
                     row.append(_ratio(values[g], values[ppo]))
             mem_rows.append(row)
-        section.blocks.append(Table(header, mem_rows,
-                                    "Each seed's highest per-iteration peak, mean ± std over seeds. Peak RSS "
-                                    "is the process's resident-set high-water mark, reset every iteration: "
-                                    "it includes whatever the process already held."))
+        section.blocks.append(
+            Table(
+                header,
+                mem_rows,
+                "Each seed's highest per-iteration peak, mean ± std over seeds. Peak RSS "
+                "is the process's resident-set high-water mark, reset every iteration: "
+                "it includes whatever the process already held.",
+            )
+        )
         path = figures.memory_bars(groups, memory, ppo, figure_dir / "peak_memory.png")
         if path is not None:
             section.blocks.append(Image(path, "peak memory", "Error bars: std over seeds."))
         if "peak CUDA memory" not in memory:
             section.blocks.append(Paragraph("No CUDA memory was recorded: these runs ran on CPU."))
     else:
-        section.blocks.append(Note("missing: no run recorded memory/peak_rss_gb or memory/peak_cuda_gb."))
+        section.blocks.append(
+            Note("missing: no run recorded memory/peak_rss_gb or memory/peak_cuda_gb.")
+        )
     return section
 
 
 def _collapse(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     section = Section("grpo-collapse", "GRPO advantage collapse")
-    section.blocks.append(Paragraph(
-        "The share of GRPO's task groups whose k rollouts all earned the same return: their "
-        "advantages are all 0, so those tasks give no policy gradient. SAPO and PPO have one "
-        "rollout per task and a value baseline, so the notion does not apply to them."))
+    section.blocks.append(
+        Paragraph(
+            "The share of GRPO's task groups whose k rollouts all earned the same return: their "
+            "advantages are all 0, so those tasks give no policy gradient. SAPO and PPO have one "
+            "rollout per task and a value baseline, so the notion does not apply to them."
+        )
+    )
     grpo = [g for g in groups if any(r.has("grpo/collapse_share") for r in g.runs)]
     if not grpo:
-        section.blocks.append(Note("No GRPO run among these runs (no grpo/collapse_share recorded)."))
+        section.blocks.append(
+            Note("No GRPO run among these runs (no grpo/collapse_share recorded).")
+        )
         return section
     rows = []
     for group in grpo:
         over_training = over_seeds(group, lambda r: _mean_of(r, "grpo/collapse_share"))
         last = over_seeds(group, lambda r: _last_of(r, "grpo/collapse_share"))
-        rows.append([group.label, str(len(group.with_key("grpo/collapse_share"))),
-                     fmt(over_training, 100.0, 1, of=len(group.runs)),
-                     fmt(last, 100.0, 1, of=len(group.runs))])
-    section.blocks.append(Table(["group", "seeds (n)", "mean over training (%)", "last iteration (%)"], rows))
-    path = figures.iteration_curves(grpo, [("grpo/collapse_share", "", "-")],
-                                    figure_dir / "grpo_collapse.png", "collapsed share of groups",
-                                    "GRPO advantage collapse (mean ± std over seeds)", (-0.05, 1.05))
+        rows.append(
+            [
+                group.label,
+                str(len(group.with_key("grpo/collapse_share"))),
+                fmt(over_training, 100.0, 1, of=len(group.runs)),
+                fmt(last, 100.0, 1, of=len(group.runs)),
+            ]
+        )
+    section.blocks.append(
+        Table(["group", "seeds (n)", "mean over training (%)", "last iteration (%)"], rows)
+    )
+    path = figures.iteration_curves(
+        grpo,
+        [("grpo/collapse_share", "", "-")],
+        figure_dir / "grpo_collapse.png",
+        "collapsed share of groups",
+        "GRPO advantage collapse (mean ± std over seeds)",
+        (-0.05, 1.05),
+    )
     if path is not None:
         section.blocks.append(Image(path, "GRPO collapse share over training"))
     return section
@@ -449,39 +634,60 @@ def _mean_of(run: Run, key: str) -> float | None:
 
 
 def _last_of(run: Run, key: str) -> float | None:
-    values = run.values(key)
-    return values[-1][1] if values else None
+    """``key`` in the run's last record only (None there means missing, not an older value)."""
+    value = run.records[-1].get(key) if run.records else None
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
 def _explained_variance(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     section = Section("explained-variance", "Explained variance of V and Q")
-    section.blocks.append(Paragraph(
-        "1 - Var(target - prediction) / Var(target) over each iteration's turns, before the update: "
-        "V against its lambda-return target (SAPO's value tokens, PPO's critic), Q against its "
-        "SARSA target (SAPO only). 1 is a perfect fit; 0 is no better than the mean; below 0 is worse. "
-        "It is undefined (recorded as null, left out here) in an iteration whose targets do not vary, "
-        "e.g. when every episode earned the same return; (n=k) then says how many seeds a number has."))
+    section.blocks.append(
+        Paragraph(
+            "1 - Var(target - prediction) / Var(target) over each iteration's turns, before the "
+            "update: V against its lambda-return target (SAPO's value tokens, PPO's critic), Q "
+            "against its SARSA target (SAPO only). 1 is a perfect fit; 0 is no better than the "
+            "mean; below 0 is worse. It is undefined (recorded as null, left out here) in an "
+            "iteration whose targets do not vary, e.g. when every episode earned the same return; "
+            "(n=k) then says how many seeds a number has."
+        )
+    )
     keys = (("value/explained_variance_v", "V"), ("value/explained_variance_q", "Q"))
     rows = []
     for group in groups:
-        cells = [fmt(over_seeds(group, lambda r, k=key: _last_of(r, k)), of=len(group.runs)) for key, _ in keys]
+        cells = [
+            fmt(over_seeds(group, lambda r, k=key: _last_of(r, k)), of=len(group.runs))
+            for key, _ in keys
+        ]
         if all(c == "missing" for c in cells):
             continue
         rows.append([group.label, *cells])
     without = [g.label for g in groups if not any(r.has(k) for r in g.runs for k, _ in keys)]
     if not rows:
-        section.blocks.append(Note("missing: no run recorded value/explained_variance_v or _q "
-                                   "(only SAPO and PPO learn values)."))
+        section.blocks.append(
+            Note(
+                "missing: no run recorded value/explained_variance_v or _q "
+                "(only SAPO and PPO learn values)."
+            )
+        )
         return section
-    section.blocks.append(Table(["group", "V at last iteration", "Q at last iteration"], rows,
-                                "Mean ± std over seeds; 'missing' where the algorithm has no such value."))
+    section.blocks.append(
+        Table(
+            ["group", "V at last iteration", "Q at last iteration"],
+            rows,
+            "Mean ± std over seeds; 'missing' where the algorithm has no such value.",
+        )
+    )
     if without:
-        section.blocks.append(Paragraph(f"No value function, nothing to show: {', '.join(without)}."))
+        section.blocks.append(
+            Paragraph(f"No value function, nothing to show: {', '.join(without)}.")
+        )
     path = figures.iteration_curves(
         [g for g in groups if g.label not in without],
         [("value/explained_variance_v", " V", "-"), ("value/explained_variance_q", " Q", "--")],
-        figure_dir / "explained_variance.png", "explained variance",
-        "explained variance over training (solid V, dashed Q)")
+        figure_dir / "explained_variance.png",
+        "explained variance",
+        "explained variance over training (solid V, dashed Q)",
+    )
     if path is not None:
         section.blocks.append(Image(path, "explained variance of V and Q over training"))
     return section
@@ -507,18 +713,23 @@ def _number(value: Any, digits: int = 3) -> str:
 
 def _value_traces(groups: Sequence[RunGroup], figure_dir: Path, per_group: int) -> Section:
     section = Section("value-traces", "Value traces of evaluation episodes")
-    section.blocks.append(Paragraph(
-        "Each turn of an evaluation episode: what the agent saw, what it did, the reward, and the "
-        "values the trained model read at that moment: V(s_t) before acting and, for SAPO, "
-        "Q(s_t, a_t) after writing the action (both in reward units). A useful value rises "
-        "as the agent nears success and stays low on a failing path; credit assignment is the "
-        "gap between them."))
+    section.blocks.append(
+        Paragraph(
+            "Each turn of an evaluation episode: what the agent saw, what it did, the reward, and "
+            "the values the trained model read at that moment: V(s_t) before acting and, for SAPO, "
+            "Q(s_t, a_t) after writing the action (both in reward units). A useful value rises "
+            "as the agent nears success and stays low on a failing path; credit assignment is the "
+            "gap between them."
+        )
+    )
     traced = False
     no_values = []
     for group in groups:
         source = next((r for r in group.runs if r.eval_files()), None)
         if source is None:
-            section.blocks.append(Note(f"missing: {group.label} has no eval/ episodes (train.eval_episodes was 0)."))
+            section.blocks.append(
+                Note(f"missing: {group.label} has no eval/ episodes (train.eval_episodes was 0).")
+            )
             continue
         iteration, episodes = source.eval_episodes()  # type: ignore[misc]
         if not any("V" in t for e in episodes for t in e.get("turns", [])):
@@ -526,9 +737,13 @@ def _value_traces(groups: Sequence[RunGroup], figure_dir: Path, per_group: int) 
             continue
         for n, episode in enumerate(_pick_episodes(episodes, per_group)):
             outcome = "won" if episode.get("won") else "lost"
-            title = (f"{group.label}, seed {source.seed}, eval at iteration {iteration}, task seed "
-                     f"{episode.get('task_seed')}: {outcome}, return {_number(episode.get('return'), 2)}")
-            path = figures.value_trace(episode, title, figure_dir / f"trace_{slug(group.label)}_{n + 1}.png")
+            title = (
+                f"{group.label}, seed {source.seed}, eval at iteration {iteration}, task seed "
+                f"{episode.get('task_seed')}: {outcome}, return {_number(episode.get('return'), 2)}"
+            )
+            path = figures.value_trace(
+                episode, title, figure_dir / f"trace_{slug(group.label)}_{n + 1}.png"
+            )
             has_q = any("Q" in t for t in episode["turns"])
             header = ["turn", "observation", "action", "reward", "V"] + (["Q"] if has_q else [])
             rows = []
@@ -536,8 +751,13 @@ def _value_traces(groups: Sequence[RunGroup], figure_dir: Path, per_group: int) 
                 action = str(turn.get("action", ""))
                 if turn.get("valid") is False:
                     action += " (invalid)"
-                row = [str(t), str(turn.get("observation", "")), action, _number(turn.get("reward")),
-                       _number(turn.get("V"))]
+                row = [
+                    str(t),
+                    str(turn.get("observation", "")),
+                    action,
+                    _number(turn.get("reward")),
+                    _number(turn.get("V")),
+                ]
                 if has_q:
                     row.append(_number(turn.get("Q")))
                 rows.append(row)
@@ -548,7 +768,9 @@ def _value_traces(groups: Sequence[RunGroup], figure_dir: Path, per_group: int) 
             section.blocks.append(Subsection(title, blocks))
             traced = True
     if no_values:
-        section.blocks.append(Paragraph(f"No value function, nothing to trace: {', '.join(no_values)}."))
+        section.blocks.append(
+            Paragraph(f"No value function, nothing to trace: {', '.join(no_values)}.")
+        )
     if not traced and not no_values:
         section.blocks.append(Note("missing: no run has evaluation episodes with values."))
     return section

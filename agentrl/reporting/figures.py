@@ -55,12 +55,20 @@ def _save(fig: Figure, path: Path) -> Path:
 
 
 def _draw_band(ax: Any, data: Band, color: str, label: str, linestyle: str = "-") -> None:
-    marker = "o" if len(data.x) <= 30 else None
-    ax.plot(data.x, data.mean, color=color, label=f"{label} (n={data.seeds})", linestyle=linestyle,
-            marker=marker, markersize=3)
+    marker = "o" if data.measured and len(data.x) <= 30 else None
+    ax.plot(
+        data.x,
+        data.mean,
+        color=color,
+        label=f"{label} (n={data.seeds})",
+        linestyle=linestyle,
+        marker=marker,
+        markersize=3,
+    )
     if data.std is not None:
-        ax.fill_between(data.x, data.mean - data.std, data.mean + data.std, color=color, alpha=0.18,
-                        linewidth=0)
+        ax.fill_between(
+            data.x, data.mean - data.std, data.mean + data.std, color=color, alpha=0.18, linewidth=0
+        )
 
 
 def learning_curves(groups: Sequence[RunGroup], path: Path, prefix: str = "rollout") -> Path | None:
@@ -82,8 +90,15 @@ def learning_curves(groups: Sequence[RunGroup], path: Path, prefix: str = "rollo
                     _draw_band(ax, data, color, group.label)
                     drawn = True
             if not drawn:
-                ax.text(0.5, 0.5, f"no {key} recorded", ha="center", va="center",
-                        transform=ax.transAxes, color="#666666")
+                ax.text(
+                    0.5,
+                    0.5,
+                    f"no {key} recorded",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    color="#666666",
+                )
             ax.set_xlabel(x_name)
             ax.set_ylabel(f"{prefix} {name}")
             ax.grid(alpha=0.3)
@@ -95,8 +110,12 @@ def learning_curves(groups: Sequence[RunGroup], path: Path, prefix: str = "rollo
     return _save(fig, path)
 
 
-def task_type_bars(groups: Sequence[RunGroup], types: Sequence[str],
-                   values: dict[tuple[int, str], MeanStd | None], path: Path) -> Path | None:
+def task_type_bars(
+    groups: Sequence[RunGroup],
+    types: Sequence[str],
+    values: dict[tuple[int, str], MeanStd | None],
+    path: Path,
+) -> Path | None:
     """Grouped bars: success per task type for each group, error bars = std over seeds."""
     if not types:
         return None
@@ -110,10 +129,18 @@ def task_type_bars(groups: Sequence[RunGroup], types: Sequence[str],
             value = values.get((g, task_type))
             means.append(value.mean * 100 if value else np.nan)
             errors.append(value.std * 100 if value and value.std is not None else np.nan)
-        ax.bar(positions + (g - (len(groups) - 1) / 2) * width, means, width, yerr=errors,
-               color=color, label=group.label, capsize=3)
-    ax.set_xticks(positions, [t.replace("_", " ") for t in types], rotation=20, ha="right",
-                  fontsize=8)
+        ax.bar(
+            positions + (g - (len(groups) - 1) / 2) * width,
+            means,
+            width,
+            yerr=errors,
+            color=color,
+            label=group.label,
+            capsize=3,
+        )
+    ax.set_xticks(
+        positions, [t.replace("_", " ") for t in types], rotation=20, ha="right", fontsize=8
+    )
     ax.set_ylabel("eval success (%)")
     ax.set_ylim(0, 105)
     ax.grid(axis="y", alpha=0.3)
@@ -123,8 +150,9 @@ def task_type_bars(groups: Sequence[RunGroup], types: Sequence[str],
     return _save(fig, path)
 
 
-def phase_bars(groups: Sequence[RunGroup], costs: Sequence[PhaseCost], ppo: int | None,
-               path: Path) -> Path | None:
+def phase_bars(
+    groups: Sequence[RunGroup], costs: Sequence[PhaseCost], ppo: int | None, path: Path
+) -> Path | None:
     """Stacked seconds per iteration by phase; beside it each group's total as a ratio to PPO."""
     if not any(c.total for c in costs):
         return None
@@ -153,14 +181,21 @@ def phase_bars(groups: Sequence[RunGroup], costs: Sequence[PhaseCost], ppo: int 
     if ppo is not None:
         _ratio_axis(axes[1], groups, [c.total for c in costs], ppo, "time per iteration")
     handles, names_shown = ax.get_legend_handles_labels()
-    fig.legend(handles, names_shown, loc="lower center", ncol=4 if ppo is not None else 3, fontsize=8,
-               frameon=False)
+    fig.legend(
+        handles,
+        names_shown,
+        loc="lower center",
+        ncol=4 if ppo is not None else 3,
+        fontsize=8,
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.12 if ppo is not None else 0.16, 1, 1))
     return _save(fig, path)
 
 
-def memory_bars(groups: Sequence[RunGroup], memory: dict[str, list[MeanStd | None]],
-                ppo: int | None, path: Path) -> Path | None:
+def memory_bars(
+    groups: Sequence[RunGroup], memory: dict[str, list[MeanStd | None]], ppo: int | None, path: Path
+) -> Path | None:
     """Peak memory bars per group (one panel per kind: RSS, CUDA), plus ratios to PPO."""
     kinds = [k for k, values in memory.items() if any(values)]
     if not kinds:
@@ -173,8 +208,14 @@ def memory_bars(groups: Sequence[RunGroup], memory: dict[str, list[MeanStd | Non
     for row, kind in enumerate(kinds):
         values = memory[kind]
         ax = axes[row][0]
-        ax.bar(x, [v.mean if v else np.nan for v in values], 0.6, color=colors,
-               yerr=[v.std if v and v.std is not None else np.nan for v in values], capsize=4)
+        ax.bar(
+            x,
+            [v.mean if v else np.nan for v in values],
+            0.6,
+            color=colors,
+            yerr=[v.std if v and v.std is not None else np.nan for v in values],
+            capsize=4,
+        )
         ax.set_xticks(x, [g.label for g in groups], fontsize=9)
         ax.set_ylabel(f"{kind} (GiB)")
         ax.set_title(f"{kind}: max over iterations, mean over seeds", fontsize=10)
@@ -185,8 +226,9 @@ def memory_bars(groups: Sequence[RunGroup], memory: dict[str, list[MeanStd | Non
     return _save(fig, path)
 
 
-def _ratio_axis(ax: Any, groups: Sequence[RunGroup], values: Sequence[MeanStd | None], ppo: int,
-                what: str) -> None:
+def _ratio_axis(
+    ax: Any, groups: Sequence[RunGroup], values: Sequence[MeanStd | None], ppo: int, what: str
+) -> None:
     base = values[ppo]
     ratios = [v.mean / base.mean if v and base and base.mean else np.nan for v in values]
     x = np.arange(len(groups))
@@ -201,8 +243,14 @@ def _ratio_axis(ax: Any, groups: Sequence[RunGroup], values: Sequence[MeanStd | 
     ax.grid(axis="y", alpha=0.3)
 
 
-def iteration_curves(groups: Sequence[RunGroup], keys: Sequence[tuple[str, str, str]], path: Path,
-                     ylabel: str, title: str, ylim: tuple[float, float] | None = None) -> Path | None:
+def iteration_curves(
+    groups: Sequence[RunGroup],
+    keys: Sequence[tuple[str, str, str]],
+    path: Path,
+    ylabel: str,
+    title: str,
+    ylim: tuple[float, float] | None = None,
+) -> Path | None:
     """Per-iteration metrics with bands; ``keys`` are ``(metric, legend suffix, line style)``."""
     fig = Figure(figsize=(8, 4.2))
     ax = fig.subplots()
@@ -243,8 +291,14 @@ def value_trace(episode: dict[str, Any], title: str, path: Path) -> Path | None:
             ax.plot(x, ys, color=color, marker=marker, markersize=4, label=key)
     invalid = [i + 1 for i, t in enumerate(turns) if t.get("valid") is False]
     if invalid:
-        ax.scatter(invalid, [0.0] * len(invalid), marker="x", color="black", label="invalid action",
-                   zorder=3)
+        ax.scatter(
+            invalid,
+            [0.0] * len(invalid),
+            marker="x",
+            color="black",
+            label="invalid action",
+            zorder=3,
+        )
     ax.axhline(0.0, color="black", linewidth=0.6)
     ax.set_xlabel("turn")
     ax.set_ylabel("reward units")

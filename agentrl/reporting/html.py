@@ -39,12 +39,14 @@ table { border-collapse: collapse; margin: 10px 0 4px; font-size: 0.88em; }
 th, td { border: 1px solid #d5d5d5; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f0f0f3; }
 td.long { white-space: pre-wrap; max-width: 520px; font-size: 0.95em; }
-caption { caption-side: bottom; text-align: left; color: #555555; font-size: 0.92em; padding-top: 4px; }
+caption { caption-side: bottom; text-align: left; color: #555555; font-size: 0.92em;
+          padding-top: 4px; }
 figure { margin: 14px 0; }
 figure img { max-width: 100%; border: 1px solid #e3e3e3; }
 figcaption { color: #555555; font-size: 0.92em; }
 .note { background: #fff6d6; border-left: 4px solid #e0b000; padding: 6px 10px; margin: 10px 0; }
-pre { background: #f4f4f6; padding: 8px 10px; overflow-x: auto; font-size: 0.85em; }
+pre { background: #f4f4f6; padding: 8px 10px; white-space: pre-wrap; overflow-wrap: anywhere;
+      font-size: 0.85em; }
 code { background: #f4f4f6; padding: 0 3px; }
 details { margin: 10px 0; }
 summary { cursor: pointer; color: #1f5fa8; }
@@ -61,8 +63,10 @@ def _inline(text: str) -> str:
 def _image(block: Image) -> str:
     data = base64.b64encode(block.path.read_bytes()).decode("ascii")
     caption = f"<figcaption>{_inline(block.caption)}</figcaption>" if block.caption else ""
-    return (f'<figure><img alt="{html.escape(block.alt)}" data-file="{html.escape(block.relative)}" '
-            f'src="data:image/png;base64,{data}">{caption}</figure>')
+    return (
+        f'<figure><img alt="{html.escape(block.alt)}" data-file="{html.escape(block.relative)}" '
+        f'src="data:image/png;base64,{data}">{caption}</figure>'
+    )
 
 
 def _table(block: Table) -> str:
@@ -75,8 +79,10 @@ def _table(block: Table) -> str:
             cells.append(f"<td{css}>{html.escape(cell)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     caption = f"<caption>{_inline(block.caption)}</caption>" if block.caption else ""
-    return (f'<div class="table-wrap"><table>{caption}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(body)}</tbody></table></div>")
+    return (
+        f'<div class="table-wrap"><table>{caption}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def _blocks(blocks: Sequence[Any]) -> str:
@@ -104,16 +110,18 @@ def _blocks(blocks: Sequence[Any]) -> str:
 
 
 def _section(section: Section) -> str:
-    return (f'<section id="{section.id}"><h2>{_inline(section.title)}</h2>\n'
-            f"{_blocks(section.blocks)}\n</section>")
+    return (
+        f'<section id="{section.id}"><h2>{_inline(section.title)}</h2>\n'
+        f"{_blocks(section.blocks)}\n</section>"
+    )
 
 
 def render_html(document: Document) -> str:
     toc = "".join(f'<li><a href="#{s.id}">{_inline(s.title)}</a></li>' for s in document.sections)
     body = "\n".join(_section(s) for s in document.sections)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(document.title)}</title><style>{STYLE}</style></head>\n<body><main>"
-        f"<h1>{_inline(document.title)}</h1><p class=\"subtitle\">{_inline(document.subtitle)}</p>"
+        f'<h1>{_inline(document.title)}</h1><p class="subtitle">{_inline(document.subtitle)}</p>'
         f"<nav><ol>{toc}</ol></nav>\n{body}\n</main></body></html>\n"
     )

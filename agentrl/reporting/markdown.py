@@ -32,10 +32,14 @@ def _cell(text: str, long: bool) -> str:
 
 
 def _table(block: Table) -> str:
-    lines = ["| " + " | ".join(_cell(h, False) for h in block.header) + " |",
-             "|" + "|".join("---" for _ in block.header) + "|"]
+    lines = [
+        "| " + " | ".join(_cell(h, False) for h in block.header) + " |",
+        "|" + "|".join("---" for _ in block.header) + "|",
+    ]
     for row in block.rows:
-        lines.append("| " + " | ".join(_cell(c, i in block.long_columns) for i, c in enumerate(row)) + " |")
+        lines.append(
+            "| " + " | ".join(_cell(c, i in block.long_columns) for i, c in enumerate(row)) + " |"
+        )
     if block.caption:
         lines.append("")
         lines.append(f"*{block.caption}*")
@@ -68,7 +72,9 @@ def _blocks(blocks: Sequence[Any], level: int) -> list[str]:
 
 def render_markdown(document: Document) -> str:
     parts = [f"# {document.title}", f"*{document.subtitle}*", "## Contents"]
-    parts.append("\n".join(f"{i}. [{s.title}](#{s.id})" for i, s in enumerate(document.sections, 1)))
+    parts.append(
+        "\n".join(f"{i}. [{s.title}](#{s.id})" for i, s in enumerate(document.sections, 1))
+    )
     for section in document.sections:
         parts.append(f'<a id="{section.id}"></a>\n\n## {section.title}')
         parts.extend(_blocks(section.blocks, 3))

@@ -21,8 +21,9 @@ class ReportFiles:
     groups: list[str]
 
 
-def build_report(paths: Sequence[Path], out_dir: Path, traces_per_group: int = 2,
-                 title: str | None = None) -> ReportFiles:
+def build_report(
+    paths: Sequence[Path], out_dir: Path, traces_per_group: int = 2, title: str | None = None
+) -> ReportFiles:
     """Read every run under ``paths`` and write the report into ``out_dir``.
 
     Raises :class:`~agentrl.errors.UserError` when a path is missing or holds no run.
@@ -34,5 +35,6 @@ def build_report(paths: Sequence[Path], out_dir: Path, traces_per_group: int = 2
     md_path = out_dir / "report.md"
     html_path.write_text(render_html(document), encoding="utf-8")
     md_path.write_text(render_markdown(document), encoding="utf-8")
-    return ReportFiles(html_path, md_path, [image.path for image in document.images()], len(runs),
-                       document.groups)
+    return ReportFiles(
+        html_path, md_path, [image.path for image in document.images()], len(runs), document.groups
+    )

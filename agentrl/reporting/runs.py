@@ -25,10 +25,16 @@ import yaml
 from agentrl.errors import UserError
 
 #: Settings that do not change what a run learns or measures; they never split groups.
-BOOKKEEPING_KEYS = frozenset({
-    "train.seed", "train.run_dir", "train.iterations", "train.save_every",
-    "train.samples_per_iteration", "train.eval_every",
-})
+BOOKKEEPING_KEYS = frozenset(
+    {
+        "train.seed",
+        "train.run_dir",
+        "train.iterations",
+        "train.save_every",
+        "train.samples_per_iteration",
+        "train.eval_every",
+    }
+)
 
 
 def is_run_dir(path: Path) -> bool:
@@ -107,7 +113,11 @@ class Run:
         out = []
         for record in self.records:
             value = record.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            if (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            ):
                 out.append((record, float(value)))
         return out
 
@@ -125,7 +135,9 @@ class Run:
         folder = self.path / "eval"
         return sorted(folder.glob("iter_*.jsonl")) if folder.is_dir() else []
 
-    def eval_episodes(self, iteration: int | None = None) -> tuple[int, list[dict[str, Any]]] | None:
+    def eval_episodes(
+        self, iteration: int | None = None
+    ) -> tuple[int, list[dict[str, Any]]] | None:
         """``(iteration, episodes)`` from ``eval/iter_N.jsonl``: ``iteration`` or the latest."""
         files = self.eval_files()
         if iteration is not None:
@@ -170,7 +182,7 @@ class RunGroup:
         return [r for r in self.runs if r.has(key)]
 
 
-# --- loading ---------------------------------------------------------------------------------------
+# --- loading -------------------------------------------------------------------------------------
 
 
 def load_run(path: Path) -> Run:
@@ -179,7 +191,9 @@ def load_run(path: Path) -> Run:
     try:
         config = yaml.safe_load(config_path.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise UserError(f"'{config_path}' cannot be read as an agentrl run config ({exc}).") from exc
+        raise UserError(
+            f"'{config_path}' cannot be read as an agentrl run config ({exc})."
+        ) from exc
     if not isinstance(config, dict) or "algo" not in config:
         raise UserError(f"'{config_path}' is not an agentrl run config (it has no 'algo').")
     by_iteration: dict[int, dict[str, Any]] = {}
@@ -194,7 +208,9 @@ def load_run(path: Path) -> Run:
             if number == len(lines):  # a run killed while writing its last line
                 skipped += 1
                 continue
-            raise UserError(f"'{path / 'metrics.jsonl'}' line {number} is not JSON ({exc.msg}).") from exc
+            raise UserError(
+                f"'{path / 'metrics.jsonl'}' line {number} is not JSON ({exc.msg})."
+            ) from exc
         if isinstance(record, dict) and isinstance(record.get("iteration"), int):
             by_iteration[record["iteration"]] = record  # a resumed run rewrote it: keep the last
     summary = None
@@ -221,9 +237,13 @@ def _bench_session(path: Path) -> BenchSession | None:
         for session in reversed(data.get("sessions", [])):
             for run in session.get("runs", []):
                 if Path(run.get("run_dir", "")).resolve() == resolved:
-                    return BenchSession(session.get("command", ""), session.get("started", ""),
-                                        session.get("finished"), session.get("machine", {}),
-                                        run.get("action", ""))
+                    return BenchSession(
+                        session.get("command", ""),
+                        session.get("started", ""),
+                        session.get("finished"),
+                        session.get("machine", {}),
+                        run.get("action", ""),
+                    )
     return None
 
 
@@ -234,7 +254,9 @@ def discover_runs(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
     it, or when no run has a single iteration recorded.
     """
     if not paths:
-        raise UserError("Give at least one run directory (or a folder of runs, e.g. a bench output).")
+        raise UserError(
+            "Give at least one run directory (or a folder of runs, e.g. a bench output)."
+        )
     found: list[Path] = []
     for path in paths:
         if not path.exists():
@@ -244,11 +266,16 @@ def discover_runs(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
         if is_run_dir(path):
             found.append(path)
             continue
-        inside = sorted(p.parent for p in path.rglob("metrics.jsonl")
-                        if is_run_dir(p.parent) and "checkpoints" not in p.parts)
+        inside = sorted(
+            p.parent
+            for p in path.rglob("metrics.jsonl")
+            if is_run_dir(p.parent) and "checkpoints" not in p.parts
+        )
         if not inside:
-            raise UserError(f"'{path}' is not a run directory (no config.yaml and metrics.jsonl) "
-                            "and holds none.")
+            raise UserError(
+                f"'{path}' is not a run directory (no config.yaml and metrics.jsonl) "
+                "and holds none."
+            )
         found.extend(inside)
     seen: set[Path] = set()
     runs, notes = [], []
@@ -289,8 +316,11 @@ def group_runs(runs: Iterable[Run]) -> list[RunGroup]:
             label = algo
             if len(variants) > 1:
                 flat = members[0].flat_config
-                label += " (" + ", ".join(f"{k.split('.')[-1]}={show_value(flat.get(k))}"
-                                          for k in varying) + ")"
+                label += (
+                    " ("
+                    + ", ".join(f"{k.split('.')[-1]}={show_value(flat.get(k))}" for k in varying)
+                    + ")"
+                )
             groups.append(RunGroup(label, algo, members))
     order = {"sapo": 0, "ppo": 1, "grpo": 2}
     groups.sort(key=lambda g: (order.get(g.algo, 3), g.label))
@@ -300,7 +330,11 @@ def group_runs(runs: Iterable[Run]) -> list[RunGroup]:
 def _varying_keys(runs: Sequence[Run]) -> list[str]:
     flats = [{k: v for k, v in r.flat_config.items() if k not in BOOKKEEPING_KEYS} for r in runs]
     keys = sorted(set().union(*flats)) if flats else []
-    return [k for k in keys if len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flats}) > 1]
+    return [
+        k
+        for k in keys
+        if len({json.dumps(f.get(k), sort_keys=True, default=str) for f in flats}) > 1
+    ]
 
 
 def settings_table(groups: Sequence[RunGroup]) -> tuple[dict[str, str], dict[str, list[str]]]:
