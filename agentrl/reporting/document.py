@@ -456,7 +456,8 @@ def _task_types(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
             }
             cell = fmt(value, 100.0, 1)
             if value is not None:
-                cell += f" (n={value.n}, {'/'.join(sorted(episodes))} episodes)"
+                word = "episode" if episodes == {"1"} else "episodes"
+                cell += f" (n={value.n}, {'/'.join(sorted(episodes))} {word})"
             row.append(cell)
         rows.append(row)
     section.blocks.append(

@@ -119,7 +119,7 @@ def task_type_bars(
     """Grouped bars: success per task type for each group, error bars = std over seeds."""
     if not types:
         return None
-    fig = Figure(figsize=(max(7.0, 1.3 * len(types) * max(1, len(groups)) * 0.6 + 3), 4.5))
+    fig = Figure(figsize=(max(7.0, 0.8 * len(types) * max(1, len(groups)) + 3), 4.5))
     ax = fig.subplots()
     width = 0.8 / max(1, len(groups))
     positions = np.arange(len(types))
@@ -129,15 +129,11 @@ def task_type_bars(
             value = values.get((g, task_type))
             means.append(value.mean * 100 if value else np.nan)
             errors.append(value.std * 100 if value and value.std is not None else np.nan)
-        ax.bar(
-            positions + (g - (len(groups) - 1) / 2) * width,
-            means,
-            width,
-            yerr=errors,
-            color=color,
-            label=group.label,
-            capsize=3,
-        )
+        x = positions + (g - (len(groups) - 1) / 2) * width
+        ax.bar(x, means, width, yerr=errors, color=color, label=group.label, capsize=3)
+        for xi, mean in zip(x, means, strict=True):  # the number, so a 0 % bar is not invisible
+            if np.isfinite(mean):
+                ax.text(xi, mean + 1, f"{mean:.0f}", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(
         positions, [t.replace("_", " ") for t in types], rotation=20, ha="right", fontsize=8
     )
