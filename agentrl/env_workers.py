@@ -122,11 +122,19 @@ class EnvWorkerPool:
 
     def _call(self, command: str, per_worker: dict[int, list]) -> dict[int, Any]:
         """Send every worker its share first, then collect: the workers run concurrently."""
-        for worker, payload in per_worker.items():
-            self._conns[worker].send((command, payload))
-        results: dict[int, Any] = {}
+        if not self._conns:
+            raise EnvWorkerError("the env worker pool is closed")
         errors: list[str] = []
-        for worker in per_worker:
+        sent = []
+        for worker, payload in per_worker.items():
+            try:
+                self._conns[worker].send((command, payload))
+                sent.append(worker)
+            except (BrokenPipeError, OSError):
+                code = self._processes[worker].exitcode
+                errors.append(f"env worker {worker} died (exit code {code})")
+        results: dict[int, Any] = {}
+        for worker in sent:
             try:
                 status, value = self._conns[worker].recv()
             except (EOFError, OSError):
