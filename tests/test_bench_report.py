@@ -377,6 +377,18 @@ def test_groups_split_by_setting_and_label_the_difference(tmp_path):
     labels = [g.label for g in group_runs(found)]
     assert labels == ["sapo (value_squash=clip)", "sapo (value_squash=tanh)", "ppo", "grpo"]
 
+    # The same seed twice in a group (two outputs of one bench, say) is counted, and said.
+    from agentrl.reporting.report import build_report
+
+    copy = tmp_path / "copy" / "ppo" / "seed0"
+    copy.mkdir(parents=True)
+    for name in ("metrics.jsonl", "summary.json", "config.yaml"):
+        (copy / name).write_text((runs / "ppo" / "seed0" / name).read_text())
+    files = build_report([runs / "ppo", tmp_path / "copy"], tmp_path / "report")
+    md = files.markdown.read_text()
+    assert "ppo has several runs with seed 0: they are counted as separate samples" in md
+    assert _row(md, "ppo", "## Final evaluation")[1] == "3"
+
 
 # --- user errors ---------------------------------------------------------------------------------
 
@@ -510,6 +522,7 @@ def test_existing_runs_are_skipped_resumed_extended_or_refused(tmp_path):
     (run_dir / "summary.json").write_text("{}\n")
     assert plan().runs[0].action == "skip"
     assert plan(iterations=5).runs[0].action == "extend"
+    assert plan(extra=("train.save_every=7",)).runs[0].action == "skip"  # bookkeeping may change
     with pytest.raises(
         UserError, match="holds a run made with other settings.*rollout.temperature"
     ):

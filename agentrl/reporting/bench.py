@@ -43,8 +43,17 @@ from agentrl.errors import UserError
 from agentrl.reporting.machine import describe_machine
 from agentrl.reporting.runs import flatten
 
-#: Settings allowed to differ between a run directory on disk and the bench that reuses it.
-REUSABLE_DIFFERENCES = frozenset({"train.iterations", "train.run_dir"})
+#: Settings allowed to differ between a run directory on disk and the bench that reuses it:
+#: how long to train, where the folder is, and bookkeeping that changes nothing learned.
+REUSABLE_DIFFERENCES = frozenset(
+    {
+        "train.iterations",
+        "train.run_dir",
+        "train.save_every",
+        "train.samples_per_iteration",
+        "train.eval_every",
+    }
+)
 
 
 @dataclass

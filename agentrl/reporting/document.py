@@ -298,6 +298,16 @@ def _setup(groups: Sequence[RunGroup], notes: Sequence[str]) -> Section:
     )
     for note in notes:
         section.blocks.append(Note(note))
+    for group in groups:
+        seeds = [r.seed for r in group.runs]
+        repeated = sorted({s for s in seeds if seeds.count(s) > 1}, key=str)
+        if repeated:
+            section.blocks.append(
+                Note(
+                    f"{group.label} has several runs with seed {', '.join(map(str, repeated))}: "
+                    "they are counted as separate samples, though they played the same tasks."
+                )
+            )
     for run in runs:
         if run.skipped_lines:
             section.blocks.append(

@@ -318,13 +318,18 @@ def group_runs(runs: Iterable[Run]) -> list[RunGroup]:
                 flat = members[0].flat_config
                 label += (
                     " ("
-                    + ", ".join(f"{k.split('.')[-1]}={show_value(flat.get(k))}" for k in varying)
+                    + ", ".join(f"{_short(k)}={show_value(flat.get(k))}" for k in varying)
                     + ")"
                 )
             groups.append(RunGroup(label, algo, members))
     order = {"sapo": 0, "ppo": 1, "grpo": 2}
     groups.sort(key=lambda g: (order.get(g.algo, 3), g.label))
     return groups
+
+
+def _short(key: str) -> str:
+    """``algorithm.value_squash`` -> ``value_squash``; other sections keep their name."""
+    return key.removeprefix("algorithm.")
 
 
 def _varying_keys(runs: Sequence[Run]) -> list[str]:
