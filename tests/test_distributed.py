@@ -106,7 +106,7 @@ def test_merge_records_gives_the_global_batch_statistics():
     assert merged["rollout/success_rate"] == pytest.approx(2 / 4)  # 2 wins in 4 episodes
     assert merged["rollout/episodes"] == 4.0
     assert merged["rollout/invalid_action_rate"] == pytest.approx(3 / 10)  # 3 invalid of 10 turns
-    assert merged["rollout/success/pick"] == pytest.approx(1 / 3)  # 1 win in 3 pick episodes
+    assert merged["rollout/success/pick"] == pytest.approx(2 / 3)  # 2 + 0 wins in 2 + 1 pick episodes
     assert merged["time/rollout"] == 7.0 and merged["memory/peak_rss_gb"] == 1.5
     assert merged["loss/value_v"] == pytest.approx((0.2 * 6 + 0.6 * 4) / 10)  # turn-weighted
     assert merged["optim/lr"] == 1e-5 and merged["note"] == "a"
