@@ -122,6 +122,7 @@ def write_synthetic_runs(root: Path) -> Path:
                     "time/iteration": total,
                     "time/weight_sync": 0.01,
                     "memory/peak_rss_gb": spec["rss"][seed][it - 1],
+                    "memory/peak_cuda_gb": 2 * spec["rss"][seed][it - 1],
                 }
                 shares = {**PHASE_SHARE, **(PPO_ONLY_SHARE if algo == "ppo" else {})}
                 for key in (
@@ -278,6 +279,8 @@ def test_report_numbers_match_the_metrics_files(synthetic_report):
     row = _row(md, "sapo", "peak RSS (GiB)")
     assert row[1] == _pm([1.2, 1.3], digits=2) == "1.25 ± 0.07"
     assert row[2] == f"{1.25 / statistics.mean([2.0, 2.2]):.2f}x" == "0.60x"
+    assert row[3:] == ["2.50 ± 0.14", "0.60x"]  # CUDA peaks written as twice the RSS ones
+    assert "No CUDA memory was recorded" not in md
 
     # GRPO collapse: mean over training per seed (0.25 and 2/3), and the last iteration (0 and 0.5).
     row = _row(md, "grpo", "## GRPO advantage collapse")
@@ -344,7 +347,8 @@ def test_report_says_what_is_missing(tmp_path):
     runs = write_synthetic_runs(tmp_path / "runs")
     run = runs / "sapo" / "seed0"
     records = [{k: v for k, v in r.items() if not k.startswith("eval/")} for r in _metrics(run)]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    lines = "".join(json.dumps(r) + "\n" for r in records)
+    (run / "metrics.jsonl").write_text(lines + '{"iteration": 4, "env_st')  # killed mid-write
     (run / "eval" / "iter_00003.jsonl").unlink()
     (run / "summary.json").unlink()
     files = build_report([run], tmp_path / "report")
@@ -357,6 +361,7 @@ def test_report_says_what_is_missing(tmp_path):
     assert "The env reports no task types" in md
     assert "missing: sapo has no eval/ episodes" in md
     assert "sapo seed 0 is unfinished (3 of 3 iterations)" in md
+    assert "its last metrics line was cut short and is ignored" in md
     assert _row(md, "sapo", "## Final evaluation")[1:3] == ["0", "missing"]
     assert all(p.exists() for p in files.figures)
 

@@ -133,7 +133,15 @@ def task_type_bars(
         ax.bar(x, means, width, yerr=errors, color=color, label=group.label, capsize=3)
         for xi, mean in zip(x, means, strict=True):  # the number, so a 0 % bar is not invisible
             if np.isfinite(mean):
-                ax.text(xi, mean + 1, f"{mean:.0f}", ha="center", va="bottom", fontsize=7)
+                ax.text(
+                    xi,
+                    1.5,
+                    f"{mean:.0f}",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85},
+                )
     ax.set_xticks(
         positions, [t.replace("_", " ") for t in types], rotation=20, ha="right", fontsize=8
     )
