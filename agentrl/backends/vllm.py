@@ -35,7 +35,6 @@ import importlib.util
 import itertools
 import logging
 import os
-import random
 import shutil
 import tempfile
 import time
@@ -230,7 +229,9 @@ class VLLMBackend:
         self.options = options or VLLMOptions()
         self.stop_ids = sorted(set(int(i) for i in stop_ids))
         self.banned = torch.tensor(sorted(set(banned_ids)), dtype=torch.long) if banned_ids else None
-        self.rng = random.Random(seed)
+        # No per-request seeds: vLLM rewinds a request's generator when it chunks a long prefill,
+        # which CPU generators do not support. Sampling draws from the engine's RNG, seeded with
+        # ``seed`` at start, so a run is still reproducible.
         self.seed = seed
         self.last_sync_seconds = 0.0
         self.start_seconds = 0.0
@@ -263,6 +264,9 @@ class VLLMBackend:
                 logprobs_mode="processed_logprobs", logits_processors=[_processor_class()],
                 seed=self.seed, enable_prefix_caching=self.options.prefix_caching,
                 generation_config="vllm",
+                # the logits processor advances trie cursors over each row's generated tokens:
+                # with async scheduling that list can lag a step behind the sampled token
+                async_scheduling=False,
             )
             if self.device.type == "cuda":
                 kwargs["gpu_memory_utilization"] = self.options.gpu_memory_utilization
@@ -309,8 +313,7 @@ class VLLMBackend:
             requests.append(VSamplingParams(
                 temperature=max(params.temperature, 0.0), top_p=params.top_p, max_tokens=budget,
                 logprobs=0, stop_token_ids=self.stop_ids, detokenize=False,
-                skip_special_tokens=False, seed=self.rng.randrange(2**62),
-                extra_args={EXTRA_KEY: key},
+                skip_special_tokens=False, extra_args={EXTRA_KEY: key},
             ))
         try:
             outputs = self.llm.generate([TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
