@@ -113,7 +113,9 @@ def run(
             result = trainer.train(on_iteration)
     finally:
         trainer.close()
-    console.print(summary_table(cfg.algo, cfg.env.id, result.history, result.final_eval, result.run_dir))
+    from agentrl.envs import resolve_env_id
+
+    console.print(summary_table(cfg.algo, resolve_env_id(cfg.env.id), result.history, result.final_eval, result.run_dir))
 
 
 def summary_table(algo: str, env: str, history: list[dict[str, Any]], final_eval: dict[str, float] | None,
