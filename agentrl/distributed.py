@@ -34,7 +34,9 @@ BUCKET_ELEMENTS = 25 * 2**20
 
 
 def is_distributed() -> bool:
-    return dist.is_available() and dist.is_initialized()
+    """More than one process trains. (A colocated vLLM engine initialises a process group of
+    its own with one member: that is not distributed training.)"""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
 def rank() -> int:
@@ -54,7 +56,7 @@ def init_from_env(device: str = "auto") -> bool:
 
     NCCL when the run trains on CUDA (each rank on ``cuda:LOCAL_RANK``), gloo otherwise.
     """
-    if is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+    if dist.is_initialized() or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return False
     on_cuda = torch.cuda.is_available() and device != "cpu" and not device.startswith("cpu")
     if on_cuda:

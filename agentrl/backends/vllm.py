@@ -270,7 +270,7 @@ class VLLMBackend:
             )
             if self.device.type == "cuda":
                 kwargs["gpu_memory_utilization"] = self.options.gpu_memory_utilization
-            if torch.distributed.is_available() and torch.distributed.is_initialized():
+            if int(os.environ.get("WORLD_SIZE", "1")) > 1:
                 # under torchrun: one engine per rank, set up on torchrun's env:// rendezvous
                 # (vLLM's way for engines launched by torchrun; without it vLLM would adopt the
                 # trainer's process group as a tensor-parallel world of its own)
