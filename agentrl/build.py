@@ -141,12 +141,14 @@ def stop_ids(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> list
     return sorted(ids)
 
 
-def choose_backend(name: str) -> str:
-    """``auto`` is vLLM where it is installed (faster on CPU and GPU, docs/scale.md), else hf."""
+def choose_backend(name: str, model_name: str | None = None) -> str:
+    """``auto`` is vLLM where it is installed (faster from batch ~4 on, docs/scale.md), else hf;
+    always hf for the tiny random test models, whose runs vLLM's start (10-40 s) would dominate."""
     if name == "auto":
         from agentrl.backends.vllm import vllm_available
+        from agentrl.models import TINY_NAMES
 
-        return "vllm" if vllm_available() else "hf"
+        return "vllm" if vllm_available() and model_name not in TINY_NAMES else "hf"
     if name not in ("hf", "vllm"):
         raise UserError(f"Unknown rollout backend '{name}'; use auto, hf or vllm.")
     return name
@@ -157,7 +159,7 @@ def make_backend(policy: Policy, cfg: RolloutConfig, seed: int,
     banned = policy.value_tokens.ids if policy.value_tokens is not None else []
     stops = stop_ids(policy.tokenizer, policy.model)
     model_dtype = next(policy.model.parameters()).dtype
-    if choose_backend(cfg.backend) == "hf":
+    if choose_backend(cfg.backend, model_cfg.name if model_cfg is not None else None) == "hf":
         dtype = None if cfg.generation_dtype == "same" else resolve_dtype(cfg.generation_dtype, policy.device)
         return HFBackend(policy.model, stops, policy.tokenizer.pad_token_id, banned,
                          max_batch_rows=cfg.generation_batch_size, dtype=dtype, seed=seed)

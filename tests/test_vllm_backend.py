@@ -15,14 +15,34 @@ import sys
 import pytest
 import torch
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+from agentrl.backends.base import SamplingParams
+from agentrl.backends.vllm import vllm_available
+from agentrl.constrained import ConstraintBuilder
+from agentrl.policy import Policy, ScoreItem
 
-if __import__("importlib").util.find_spec("vllm") is None:
-    pytest.skip("vllm is not installed (make vllm)", allow_module_level=True)
 
-from agentrl.backends.base import SamplingParams  # noqa: E402
-from agentrl.constrained import ConstraintBuilder  # noqa: E402
-from agentrl.policy import Policy, ScoreItem  # noqa: E402
+def needs_vllm(test):
+    """vLLM tests: marked, and skipped cleanly where vllm is not installed."""
+    marks = (pytest.mark.vllm, pytest.mark.slow,
+             pytest.mark.skipif(not vllm_available(), reason="vllm is not installed (make vllm)"))
+    for mark in marks:
+        test = mark(test)
+    return test
+
+
+def test_auto_backend_is_vllm_where_installed(monkeypatch):
+    from agentrl.backends import vllm as vllm_module
+    from agentrl.build import choose_backend
+    from agentrl.errors import UserError
+
+    monkeypatch.setattr(vllm_module, "vllm_available", lambda: True)
+    assert choose_backend("auto", "embedded") == "vllm"
+    assert choose_backend("auto", "tiny") == "hf"  # tests' random models: start cost dominates
+    assert choose_backend("hf", "embedded") == "hf"
+    monkeypatch.setattr(vllm_module, "vllm_available", lambda: False)
+    assert choose_backend("auto", "embedded") == "hf"
+    with pytest.raises(UserError, match="auto, hf or vllm"):
+        choose_backend("vlm")
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +94,7 @@ def _favour(model, token, prompts, scale=40.0):
     return old
 
 
+@needs_vllm
 def test_logprobs_agree_with_the_trainer(setup):
     policy, backend = setup
     prompts = _prompts(policy.tokenizer)
@@ -92,6 +113,7 @@ def test_logprobs_agree_with_the_trainer(setup):
         assert all(lp <= 0 for lp in rollout.tolist())
 
 
+@needs_vllm
 def test_constrained_replies_are_admissible_and_renormalised(setup):
     policy, backend = setup
     tokenizer = policy.tokenizer
@@ -126,6 +148,7 @@ def test_constrained_replies_are_admissible_and_renormalised(setup):
     assert forced and all(lp == 0.0 for lp in forced)
 
 
+@needs_vllm
 def test_value_tokens_are_never_sampled(setup):
     policy, backend = setup
     model = policy.model
@@ -153,6 +176,7 @@ def test_value_tokens_are_never_sampled(setup):
         backend.sync_weights()
 
 
+@needs_vllm
 def test_engine_generates_from_the_new_weights_after_sync(setup):
     policy, backend = setup
     model = policy.model
@@ -176,6 +200,7 @@ def test_engine_generates_from_the_new_weights_after_sync(setup):
     assert [g.token_ids for g in restored] == [g.token_ids for g in before]
 
 
+@needs_vllm
 def test_short_sapo_run_with_the_vllm_backend(tmp_path):
     """``agentrl run sapo --backend vllm`` end to end, in its own process (its own engine)."""
     run_dir = tmp_path / "run"
@@ -196,3 +221,37 @@ def test_short_sapo_run_with_the_vllm_backend(tmp_path):
             # 2 it is measured against the weights after update 1, which the engine must have
             assert 0.0 <= record["rollout/logprob_gap"] < 0.05
     assert (run_dir / "checkpoints" / "latest").exists()
+
+
+@needs_vllm
+def test_lora_weights_reach_the_engine_merged(setup):
+    """A peft model's adapters are merged on the fly at sync: the engine then samples from the
+    adapted model, not from the base it started with."""
+    import copy
+
+    from agentrl.build import apply_lora
+    from agentrl.config import ModelConfig
+
+    policy, backend = setup
+    adapted = apply_lora(copy.deepcopy(policy.model), ModelConfig(lora_rank=8, lora_alpha=16.0),
+                         policy.value_tokens)
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in adapted.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+    adapted_policy = Policy(adapted, policy.tokenizer, policy.value_tokens)
+    prompts = _prompts(policy.tokenizer)
+    original = backend.policy_model
+    backend.policy_model = adapted
+    try:
+        backend.sync_weights()
+        gens = backend.generate(prompts, SamplingParams(temperature=1.0, max_new_tokens=16))
+    finally:
+        backend.policy_model = original
+        backend.sync_weights()
+    rollout = torch.tensor([lp for g in gens for lp in g.logprobs])
+    to_adapted = float((rollout - _trainer_logprobs(adapted_policy, prompts, gens)).abs().mean())
+    to_base = float((rollout - _trainer_logprobs(policy, prompts, gens)).abs().mean())
+    assert to_adapted < 0.1, to_adapted
+    assert to_base > 3 * to_adapted, (to_base, to_adapted)  # the adapters changed the model
