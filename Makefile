@@ -50,8 +50,10 @@ system-deps:
 demo: install
 	$(VENV)/bin/agentrl run sapo --env keydoor --config benchmarks/configs/demo_keydoor.yaml
 
+# AGENTRL_AUTO_BACKEND=hf: runs that leave rollout.backend at auto use transformers in the suite
+# (their expectations are transformers-exact); the vLLM tests ask for vllm explicitly.
 test: install system-deps vllm
-	$(VENV)/bin/python -m pytest -q -ra
+	AGENTRL_AUTO_BACKEND=hf $(VENV)/bin/python -m pytest -q -ra
 
 lint: install
 	$(VENV)/bin/ruff check agentrl agentrl_envs tests benchmarks

@@ -46,7 +46,7 @@ class RolloutConfig:
     max_new_tokens: int = 64
     max_prompt_tokens: int = 2048
     system_prompt: str | None = None
-    backend: str = "hf"
+    backend: str = "auto"  # auto: vllm where installed (docs/scale.md), else hf
     generation_dtype: str = "same"  # "same" as the trained model, or a dtype for a synced copy
     generation_batch_size: int = 64
     env_workers: int = 0  # > 0: envs live in this many worker processes (agentrl.env_workers)
