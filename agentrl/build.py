@@ -160,6 +160,18 @@ def choose_backend(name: str, model_name: str | None = None) -> str:
     return name
 
 
+def generation_dtype(name: str, model_dtype: torch.dtype, device: torch.device) -> torch.dtype:
+    """``auto``: a bfloat16 copy for generation when an fp32 model trains on the CPU (~2x faster
+    sampling there; the trainer recomputes old log-probs in its own precision, so ratios stay
+    exact and the difference shows as ``rollout/logprob_gap``); otherwise the model's dtype.
+    ``same``: always the model's dtype (no copy)."""
+    if name == "same":
+        return model_dtype
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cpu" and model_dtype == torch.float32 else model_dtype
+    return resolve_dtype(name, device)
+
+
 def make_backend(policy: Policy, cfg: RolloutConfig, seed: int,
                  model_cfg: ModelConfig | None = None) -> GenerationBackend:
     banned = policy.value_tokens.ids if policy.value_tokens is not None else []
@@ -168,14 +180,13 @@ def make_backend(policy: Policy, cfg: RolloutConfig, seed: int,
     # without a model config, a model built from a config alone (no name_or_path) is a test model
     model_name = model_cfg.name if model_cfg is not None else (
         getattr(policy.model, "name_or_path", "") or "tiny")
+    dtype = generation_dtype(cfg.generation_dtype, model_dtype, policy.device)
     if choose_backend(cfg.backend, model_name) == "hf":
-        dtype = None if cfg.generation_dtype == "same" else resolve_dtype(cfg.generation_dtype, policy.device)
         return HFBackend(policy.model, stops, policy.tokenizer.pad_token_id, banned,
                          max_batch_rows=cfg.generation_batch_size, dtype=dtype, seed=seed)
     from agentrl.backends.vllm import VLLMBackend, VLLMOptions
 
     model_cfg = model_cfg or ModelConfig()
-    dtype = model_dtype if cfg.generation_dtype == "same" else resolve_dtype(cfg.generation_dtype, policy.device)
     longest = getattr(policy.model.config, "max_position_embeddings", None) or 1 << 20
     options = VLLMOptions(dtype=dtype, max_model_len=min(longest, cfg.max_prompt_tokens + cfg.max_new_tokens + 256),
                           gpu_memory_utilization=model_cfg.vllm_gpu_memory_utilization,
