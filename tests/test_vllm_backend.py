@@ -35,8 +35,12 @@ def test_auto_backend_is_vllm_where_installed(monkeypatch):
     from agentrl.build import choose_backend
     from agentrl.errors import UserError
 
+    monkeypatch.delenv("AGENTRL_AUTO_BACKEND", raising=False)
     monkeypatch.setattr(vllm_module, "vllm_available", lambda: True)
     assert choose_backend("auto", "embedded") == "vllm"
+    monkeypatch.setenv("AGENTRL_AUTO_BACKEND", "hf")  # what `make test` sets for the suite
+    assert choose_backend("auto", "embedded") == "hf"
+    monkeypatch.delenv("AGENTRL_AUTO_BACKEND")
     assert choose_backend("auto", "tiny") == "hf"  # tests' random models: start cost dominates
     assert choose_backend("hf", "embedded") == "hf"
     monkeypatch.setattr(vllm_module, "vllm_available", lambda: False)
@@ -45,8 +49,39 @@ def test_auto_backend_is_vllm_where_installed(monkeypatch):
         choose_backend("vlm")
 
 
+def test_modules_that_break_the_kernel_scan_are_hidden_during_start():
+    """vLLM's CPU start calls hasattr(value, "__dict__") on every module global; Flask's proxies
+    raise RuntimeError there. Such modules leave sys.modules for the start and come back."""
+    import types
+
+    from agentrl.backends.vllm import _modules_hidden_from_kernel_scan
+
+    class Proxy:
+        def __getattribute__(self, name):
+            raise RuntimeError("Working outside of application context.")
+
+    broken, fine = types.ModuleType("agentrl_test_broken"), types.ModuleType("agentrl_test_fine")
+    broken.current_app, fine.value = Proxy(), 3
+    sys.modules.update({broken.__name__: broken, fine.__name__: fine})
+    try:
+        with _modules_hidden_from_kernel_scan():
+            assert broken.__name__ not in sys.modules
+            assert sys.modules[fine.__name__] is fine
+            for module in list(sys.modules.values()):  # the scan vLLM runs, now clean
+                for value in list(getattr(module, "__dict__", {}).values()):
+                    if hasattr(value, "__dict__"):
+                        vars(value).get("kernel")
+        assert sys.modules[broken.__name__] is broken
+    finally:
+        sys.modules.pop(broken.__name__, None)
+        sys.modules.pop(fine.__name__, None)
+
+
 @pytest.fixture(scope="module")
 def setup():
+    # The WebShop env's store imports Flask in this process; the engine must start regardless
+    # (Flask's proxies once aborted vLLM's start-up module scan).
+    import agentrl_envs.webshop.store  # noqa: F401
     from agentrl.backends.vllm import VLLMBackend, VLLMOptions
     from agentrl.build import load_for_training, stop_ids
     from agentrl.config import ModelConfig
@@ -239,7 +274,7 @@ def test_lora_weights_reach_the_engine_merged(setup):
     with torch.no_grad():
         for name, p in adapted.named_parameters():
             if "lora_B" in name:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)  # well above bf16 noise
     adapted_policy = Policy(adapted, policy.tokenizer, policy.value_tokens)
     prompts = _prompts(policy.tokenizer)
     original = backend.policy_model
@@ -254,4 +289,5 @@ def test_lora_weights_reach_the_engine_merged(setup):
     to_adapted = float((rollout - _trainer_logprobs(adapted_policy, prompts, gens)).abs().mean())
     to_base = float((rollout - _trainer_logprobs(policy, prompts, gens)).abs().mean())
     assert to_adapted < 0.1, to_adapted
-    assert to_base > 3 * to_adapted, (to_base, to_adapted)  # the adapters changed the model
+    # measured 0.63 vs 0.05: the adapters changed the model far beyond bf16 rounding
+    assert to_base > 3 * to_adapted, (to_base, to_adapted)

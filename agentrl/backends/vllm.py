@@ -31,11 +31,13 @@ fit); the folder is deleted once the engine has loaded it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -54,6 +56,36 @@ log = logging.getLogger(__name__)
 
 #: The key under which a request's ``SamplingParams.extra_args`` names its row state.
 EXTRA_KEY = "agentrl_row"
+
+
+@contextlib.contextmanager
+def _modules_hidden_from_kernel_scan():
+    """Hide, while the engine starts, the modules that would abort vLLM's start-up scan.
+
+    Why: on CPU, vLLM's worker start rebinds Triton kernels by walking every namespace in
+    ``sys.modules`` and calling ``hasattr(value, "__dict__")`` on each value. A context-bound
+    proxy such as Flask's ``current_app`` or ``request`` raises ``RuntimeError`` there (not
+    ``AttributeError``), so the start fails in any process that has imported Flask, which the
+    WebShop env's in-process store does; an object whose ``__dict__`` is not a mapping (one of
+    the WebShop search stack's native wrappers) fails the scan's ``vars(value).get`` the same way.
+    The probe below runs the scan's own two steps; modules that fail it hold no kernels, so hiding
+    them for the duration of the start changes nothing else, and they are put back afterwards.
+    """
+    hidden = {}
+    for name, module in list(sys.modules.items()):
+        try:
+            namespace = getattr(module, "__dict__", None)
+            for value in list((namespace or {}).values()):
+                if hasattr(value, "__dict__"):
+                    vars(value).get("kernel")
+        except Exception:
+            hidden[name] = module
+    for name in hidden:
+        sys.modules.pop(name, None)
+    try:
+        yield
+    finally:
+        sys.modules.update(hidden)
 
 
 def vllm_available() -> bool:
@@ -275,7 +307,8 @@ class VLLMBackend:
                 # (vLLM's way for engines launched by torchrun; without it vLLM would adopt the
                 # trainer's process group as a tensor-parallel world of its own)
                 kwargs["distributed_executor_backend"] = "external_launcher"
-            llm = LLM(**kwargs)
+            with _modules_hidden_from_kernel_scan():
+                llm = LLM(**kwargs)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         self.start_seconds = time.perf_counter() - start
