@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import gymnasium as gym
 import torch
@@ -160,15 +161,28 @@ def choose_backend(name: str, model_name: str | None = None) -> str:
     return name
 
 
+def cpu_has_native_bf16() -> bool:
+    """True when this CPU computes bf16 matmuls natively (AVX-512 BF16 or AMX). Without them
+    (e.g. AVX2-only EPYCs) bf16 is emulated: measured 3-5x *slower* than fp32 for generation
+    (docs/benchmarks.md), so the ``auto`` generation dtype only picks bf16 where it pays."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
 def generation_dtype(name: str, model_dtype: torch.dtype, device: torch.device) -> torch.dtype:
-    """``auto``: a bfloat16 copy for generation when an fp32 model trains on the CPU (~2x faster
-    sampling there; the trainer recomputes old log-probs in its own precision, so ratios stay
-    exact and the difference shows as ``rollout/logprob_gap``); otherwise the model's dtype.
-    ``same``: always the model's dtype (no copy)."""
+    """``auto``: a bfloat16 copy for generation when an fp32 model trains on a CPU with native
+    bf16 (MEASURED.md: 2-2.5x faster sampling there; the trainer recomputes old log-probs in its
+    own precision, so ratios stay exact and the difference shows as ``rollout/logprob_gap``);
+    otherwise the model's dtype. ``same``: always the model's dtype (no copy)."""
     if name == "same":
         return model_dtype
     if name == "auto":
-        return torch.bfloat16 if device.type == "cpu" and model_dtype == torch.float32 else model_dtype
+        if device.type == "cpu" and model_dtype == torch.float32 and cpu_has_native_bf16():
+            return torch.bfloat16
+        return model_dtype
     return resolve_dtype(name, device)
 
 

@@ -89,3 +89,18 @@ def test_generation_copy_in_another_dtype_follows_sync(tiny_model, tokenizer):
     backend.sync_weights()
     torch.testing.assert_close(backend.model.get_output_embeddings().weight.float(),
                                tiny_model.get_output_embeddings().weight, rtol=1e-2, atol=1e-2)
+
+
+def test_auto_generation_dtype_takes_bf16_only_where_the_cpu_has_it(monkeypatch):
+    """bf16 is emulated on AVX2-only CPUs (3-5x slower than fp32 there, docs/benchmarks.md):
+    ``auto`` copies to bf16 for generation only on CPUs with native bf16."""
+    from agentrl import build
+
+    cpu, fp32, bf16 = torch.device("cpu"), torch.float32, torch.bfloat16
+    monkeypatch.setattr(build, "cpu_has_native_bf16", lambda: False)
+    assert build.generation_dtype("auto", fp32, cpu) == fp32
+    monkeypatch.setattr(build, "cpu_has_native_bf16", lambda: True)
+    assert build.generation_dtype("auto", fp32, cpu) == bf16
+    assert build.generation_dtype("auto", bf16, cpu) == bf16  # already bf16: no copy
+    assert build.generation_dtype("same", fp32, cpu) == fp32
+    assert build.generation_dtype("bfloat16", fp32, cpu) == bf16
