@@ -150,9 +150,13 @@ class Trainer:
             if iteration % cfg.save_every == 0 or iteration == cfg.iterations:
                 self.save_checkpoint(iteration)
         if is_main():
+            # resuming a run that had already finished trains nothing: its numbers are in the log
+            last = result.history[-1] if result.history else (self.metrics_log.read() or [None])[-1]
+            final_eval = result.final_eval
+            if final_eval is None and last is not None and last.get("iteration") == cfg.iterations:
+                final_eval = {k: v for k, v in last.items() if k.startswith("eval/")} or None
             summary = {"iterations": cfg.iterations, "run_dir": str(self.run_dir),
-                       "final_eval": result.final_eval,
-                       "last": result.history[-1] if result.history else None}
+                       "final_eval": final_eval, "last": last}
             (self.run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
         return result
 

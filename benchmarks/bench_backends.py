@@ -95,14 +95,15 @@ def main() -> None:
     length = statistics.mean(len(p) for p in prompts)
     rows: dict[tuple[str, str], dict[int, float]] = {}
     notes = []
-    for name in args.backends:
+    backends = {}
+    for name in args.backends:  # vLLM last: its engine binds this process's threads
         kind, dtype_name = name.split("-")
         dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
         if kind == "hf":
             from agentrl.backends.hf import HFBackend
 
-            backend = HFBackend(model, stops, tokenizer.pad_token_id, value_tokens.ids,
-                                dtype=None if dtype == torch.float32 else dtype, seed=0)
+            backends[name] = HFBackend(model, stops, tokenizer.pad_token_id, value_tokens.ids,
+                                       dtype=None if dtype == torch.float32 else dtype, seed=0)
         else:
             from agentrl.backends.vllm import VLLMBackend, VLLMOptions
 
@@ -113,17 +114,24 @@ def main() -> None:
             notes.append(f"{name}: engine start {backend.start_seconds:.1f} s, weight sync "
                          f"{time.perf_counter() - start:.2f} s, "
                          f"threads bound to cores {os.environ.get('VLLM_CPU_OMP_THREADS_BIND')}")
-        for mode in args.modes:
-            for batch in args.batches:
-                batch_prompts = prompts[:batch]
-                rng = random.Random(batch)
-                sets = [admissible(rng) for _ in batch_prompts]
-                cursors_fn = ((lambda s=sets: [builder.cursor(a) for a in s]) if mode == "constrained"
-                              else (lambda: None))
+            backends[name] = backend
+    # Backends alternate on each setting, so a shared machine's load hits them alike.
+    loads = []
+    for mode in args.modes:
+        for batch in args.batches:
+            batch_prompts = prompts[:batch]
+            rng = random.Random(batch)
+            sets = [admissible(rng) for _ in batch_prompts]
+            cursors_fn = ((lambda s=sets: [builder.cursor(a) for a in s]) if mode == "constrained"
+                          else (lambda: None))
+            for name, backend in backends.items():
                 rate, secs = timed(backend, batch_prompts, params, cursors_fn, args.repeats)
                 rows.setdefault((name, mode), {})[batch] = rate
-                print(f"# {name} {mode} batch {batch}: {rate:.1f} new tokens/s ({secs:.2f} s)", flush=True)
-        del backend
+                loads.append(os.getloadavg()[0])
+                print(f"# {name} {mode} batch {batch}: {rate:.1f} new tokens/s ({secs:.2f} s), "
+                      f"load {loads[-1]:.1f}", flush=True)
+    notes.append(f"1-minute load average during the runs: {min(loads):.1f} to {max(loads):.1f} "
+                 f"(other jobs on the machine)")
 
     print(f"\n{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, torch {torch.__version__}; prompts ~{length:.0f} tokens, "

@@ -72,6 +72,13 @@ def test_custom_env_trains_writes_metrics_and_checkpoint_then_resumes(tmp_path):
     assert [r["iteration"] for r in records] == [1, 2, 3]
     assert records[2]["env_steps"] > records[1]["env_steps"]
 
+    # resuming a finished run trains nothing and keeps the summary's numbers
+    again = agentrl.train(_config(tmp_path, iterations=3), resume=True)
+    assert again.history == []
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["last"]["iteration"] == 3
+    assert summary["last"]["env_steps"] == records[2]["env_steps"]
+
 
 class Reinforce(ClippedPolicyGradient):
     """A toy algorithm from outside the package: the episode return as every token's advantage."""
