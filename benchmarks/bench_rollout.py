@@ -37,6 +37,8 @@ def main() -> None:
     parser.add_argument("--envs", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--backend", default="hf",
+                        help="the engine's backend; hf compares like with like against bare generate")
     parser.add_argument("--dtype", default="float32",
                         help="generation dtype (bf16 pays only on CPUs with native bf16, docs/benchmarks.md)")
     args = parser.parse_args()
@@ -44,7 +46,7 @@ def main() -> None:
     torch.manual_seed(0)
     cfg = build_config(algo="grpo", env=args.env, model=args.model, overrides=[
         f"model.dtype={args.dtype}", f"rollout.max_new_tokens={args.max_new_tokens}",
-        "rollout.max_turns=1", "rollout.action_mode=free"])
+        "rollout.max_turns=1", "rollout.action_mode=free", f"rollout.backend={args.backend}"])
     loaded = load_for_training(cfg.model, reserve_values=False)
     model, tok = loaded.model, loaded.tokenizer
     policy = Policy(model, tok, None, cfg.rollout.temperature)
@@ -95,7 +97,7 @@ def main() -> None:
         rows[name] = (statistics.median(t / s for s, t in runs), statistics.median(s for s, _ in runs))
     base = rows["bare generate"][0]
     print(f"\n{args.envs} prompts of {args.env} (mean {sum(map(len, prompts)) / len(prompts):.0f} tokens), "
-          f"{args.model} in {args.dtype}, up to {args.max_new_tokens} new tokens, {torch.get_num_threads()} threads\n")
+          f"{args.model} in {args.dtype}, backend {args.backend}, up to {args.max_new_tokens} new tokens, {torch.get_num_threads()} threads\n")
     print("| path | tokens/s | env steps/s | seconds per batch | share of bare generate |")
     print("|---|---|---|---|---|")
     for name, (tps, secs) in rows.items():
