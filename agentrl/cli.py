@@ -36,6 +36,7 @@ EnvOpt = Annotated[str | None, typer.Option("--env", "-e", help="Env id or short
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Hub id, alias (Qwen2.5-7B), folder, .gguf file, 'embedded' (default) or 'tiny'.")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="YAML file with the run's settings.")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Override a setting: section.key=value (repeatable).")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", help="Generation backend: auto (vLLM where installed), hf or vllm (rollout.backend).")]
 
 
 def user_errors(fn):
@@ -79,6 +80,7 @@ def run(
     model: ModelOpt = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
+    backend: BackendOpt = None,
     iterations: Annotated[int | None, typer.Option(help="Training iterations (train.iterations).")] = None,
     run_dir: Annotated[Path | None, typer.Option(help="Run directory (train.run_dir).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --run-dir from its last checkpoint.")] = False,
@@ -89,6 +91,8 @@ def run(
     from agentrl.trainer import Trainer
 
     overrides = list(set_ or [])
+    if backend is not None:
+        overrides.append(f"rollout.backend={backend}")
     if iterations is not None:
         overrides.append(f"train.iterations={iterations}")
     if run_dir is not None:
@@ -150,6 +154,7 @@ def eval_(
     model: ModelOpt = None,
     config: ConfigOpt = None,
     set_: SetOpt = None,
+    backend: BackendOpt = None,
     episodes: Annotated[int, typer.Option(help="Episodes (eval seeds 0..N-1).")] = 16,
     split: Annotated[str | None, typer.Option(help="Env split to evaluate on (default: the env's eval split).")] = None,
     sample: Annotated[bool, typer.Option("--sample", help="Sample at rollout.temperature instead of greedy decoding.")] = False,
@@ -165,6 +170,8 @@ def eval_(
     from agentrl.policy import Policy
 
     overrides = list(set_ or [])
+    if backend is not None:
+        overrides.append(f"rollout.backend={backend}")
     if split is not None:
         overrides.append(f"env.eval_split={split}")
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)

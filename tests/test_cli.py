@@ -29,6 +29,8 @@ def _error_line(result) -> str:
     (["run", "sapo", "--set", "train.iterations=many"], "must be an integer"),
     (["run", "sapo", "--config", "/no/such.yaml"], "Cannot read config file '/no/such.yaml'"),
     (["eval", "--env", "nosuchenv", "--model", "tiny"], "Unknown env 'nosuchenv'"),
+    (["run", "sapo", "--env", "keydoor", "--model", "tiny", "--backend", "vlm"], "Unknown rollout backend 'vlm'"),
+    (["eval", "--env", "keydoor", "--model", "tiny", "--backend", "vlm"], "Unknown rollout backend 'vlm'"),
     (["play", "nosuchenv"], "Unknown env 'nosuchenv'"),
 ])
 def test_user_errors_are_one_sentence_and_exit_2(args, expected):

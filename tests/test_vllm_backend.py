@@ -241,7 +241,7 @@ def test_short_sapo_run_with_the_vllm_backend(tmp_path):
     run_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "agentrl.cli", "run", "sapo", "--env", "keydoor",
            "--config", "benchmarks/configs/demo_keydoor.yaml",
-           "--set", "rollout.backend=vllm",
+           "--backend", "vllm",
            "--set", "rollout.tasks_per_iteration=2", "--set", "train.eval_episodes=0",
            "--set", f"train.run_dir={run_dir}", "--set", "train.iterations=2",
            "--set", "model.vllm_kv_cache_gib=1"]
