@@ -47,7 +47,7 @@ class RolloutConfig:
     max_prompt_tokens: int = 2048
     system_prompt: str | None = None
     backend: str = "auto"  # auto: vllm where installed (docs/scale.md), else hf
-    generation_dtype: str = "auto"  # auto: bf16 copy for fp32 training on CPU; same; or a dtype
+    generation_dtype: str = "auto"  # auto: bf16 copy for fp32 training on CPUs with native bf16 (build.generation_dtype); same; or a dtype
     generation_batch_size: int = 64
     env_workers: int = 0  # > 0: envs live in this many worker processes (agentrl.env_workers)
 

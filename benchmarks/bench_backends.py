@@ -96,7 +96,7 @@ def main() -> None:
     rows: dict[tuple[str, str], dict[int, float]] = {}
     notes = []
     backends = {}
-    for name in args.backends:  # vLLM last: its engine binds this process's threads
+    for name in args.backends:  # every backend is built before any timing
         kind, dtype_name = name.split("-")
         dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
         if kind == "hf":
