@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -353,13 +354,23 @@ def sft(
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
     columns = [TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TimeRemainingColumn()]
+    began = time.perf_counter()
+
+    def on_eval(name: str, metrics: dict[str, float], seconds: float) -> None:
+        success = metrics.get("eval/success_rate")
+        console.print(f"held-out eval {name} SFT: success {_fmt(success)} "
+                      f"over {cfg.sft.eval_episodes} episodes ({seconds / 60:.1f} min)")
+
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("sft", total=None)
 
         def on_step(step: int, total: int, loss: float) -> None:
             progress.update(task, completed=step, total=total, description=f"sft  loss {loss:.3f}")
+            if not console.is_terminal:  # a log file gets one plain line per step instead of a bar
+                console.print(f"sft step {step}/{total} loss {loss:.4f} "
+                              f"({(time.perf_counter() - began) / 60:.1f} min)")
 
-        result = run_sft(cfg, cfg.sft, demos_, output, on_step, eval_before=eval_before)
+        result = run_sft(cfg, cfg.sft, demos_, output, on_step, eval_before=eval_before, on_eval=on_eval)
     table = Table(title=f"SFT of {cfg.model.name} on {len(demos_)} demo file(s)", header_style="bold")
     table.add_column("metric")
     table.add_column("before", justify="right")
@@ -368,7 +379,9 @@ def sft(
     for key, value in (result.eval_after or {}).items():
         before = (result.eval_before or {}).get(key)
         table.add_row(key, _fmt(before), _fmt(value))
-    table.caption = f"{result.examples} turns, {result.seconds / 60:.1f} CPU min; checkpoint {output}"
+    phases = ", ".join(f"{name} {sec / 60:.1f}" for name, sec in result.phase_seconds.items())
+    table.caption = (f"{result.examples} turns, {result.seconds / 60:.1f} min in all ({phases}); "
+                     f"checkpoint {output}")
     console.print(table)
 
 

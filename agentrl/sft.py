@@ -61,6 +61,8 @@ class SFTResult:
     eval_after: dict[str, float] | None = None
     seconds: float = 0.0
     examples: int = 0
+    # Wall-clock seconds of each phase: held-out eval before, training, held-out eval after.
+    phase_seconds: dict[str, float] = field(default_factory=dict)
 
 
 def make_examples(records: Sequence[dict[str, Any]], builder: PromptBuilder,
@@ -92,8 +94,14 @@ def sft_loss(policy: Policy, examples: Sequence[SFTExample], tokens_total: float
 
 def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], output: Path,
             on_step: Callable[[int, int, float], None] | None = None,
-            eval_before: bool = False) -> SFTResult:
-    """Fine-tune ``config.model`` on the demos and save a checkpoint in ``output``."""
+            eval_before: bool = False,
+            on_eval: Callable[[str, dict[str, float], float], None] | None = None) -> SFTResult:
+    """Fine-tune ``config.model`` on the demos and save a checkpoint in ``output``.
+
+    ``on_step(step, total, loss)`` is called after every optimizer step and ``on_eval(name,
+    metrics, seconds)`` after each held-out evaluation ("before"/"after"), so a caller can show
+    progress on long CPU runs instead of waiting for the final table.
+    """
     if output.exists() and any(output.iterdir()):
         raise UserError(f"Output folder '{output}' is not empty; choose a new one.")
     start = time.perf_counter()
@@ -114,7 +122,11 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
         backend = make_backend(policy, config.rollout, seed=sft.seed)
         engine = make_engine(policy, backend, config.rollout, env_factory(config.env, "eval"))
         if eval_before:
+            began = time.perf_counter()
             result.eval_before = episode_metrics(evaluate(engine, sft.eval_episodes), "eval")
+            result.phase_seconds["eval_before"] = time.perf_counter() - began
+            if on_eval is not None:
+                on_eval("before", result.eval_before, result.phase_seconds["eval_before"])
 
     params = [p for p in policy.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=sft.lr, weight_decay=sft.weight_decay)
@@ -122,6 +134,7 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
     steps_per_epoch = (len(examples) + sft.batch_turns - 1) // sft.batch_turns
     total_steps = sft.epochs * steps_per_epoch
     step = 0
+    train_began = time.perf_counter()
     policy.model.train()
     for _ in range(sft.epochs):
         order = list(range(len(examples)))
@@ -142,16 +155,21 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
             if on_step is not None:
                 on_step(step, total_steps, loss_value)
     policy.model.eval()
+    result.phase_seconds["train"] = time.perf_counter() - train_began
     if engine is not None:
+        began = time.perf_counter()
         engine.backend.sync_weights()
         result.eval_after = episode_metrics(evaluate(engine, sft.eval_episodes), "eval")
         engine.pool.close()
+        result.phase_seconds["eval_after"] = time.perf_counter() - began
+        if on_eval is not None:
+            on_eval("after", result.eval_after, result.phase_seconds["eval_after"])
     result.seconds = time.perf_counter() - start
     save_checkpoint(policy, output, {
         "demos": [str(p) for p in demo_files], "examples": len(examples), "steps": step,
         "final_loss": result.losses[-1], "first_loss": result.losses[0],
         "eval_before": result.eval_before, "eval_after": result.eval_after,
-        "seconds": result.seconds, "sft": sft.__dict__, "base_model": config.model.name,
+        "seconds": result.seconds, "phase_seconds": result.phase_seconds, "sft": sft.__dict__, "base_model": config.model.name,
     })
     return result
 

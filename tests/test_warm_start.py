@@ -134,3 +134,26 @@ def test_bad_demo_file_is_a_user_error(tmp_path):
         list(read_demos(bad))
     with pytest.raises(UserError, match="Cannot read"):
         list(read_demos(tmp_path / "missing.jsonl"))
+
+
+def test_sft_command_logs_each_step_and_phase_times_when_not_on_a_terminal(demo_file, tmp_path):
+    """A long CPU warm start written to a log file shows its progress line by line."""
+    from typer.testing import CliRunner
+
+    from agentrl.cli import app
+
+    out = tmp_path / "sft"
+    result = CliRunner().invoke(app, [
+        "sft", "--env", "keydoor", "--model", "tiny", "--demos", str(demo_file), "-o", str(out),
+        "--set", "env.kwargs={n_rooms: 4}", "--set", "sft.batch_turns=8", "--set", "rollout.backend=hf",
+        "--epochs", "2", "--eval-episodes", "2", "--eval-before"])
+    assert result.exit_code == 0, result.output
+    turns = sum(1 for r in read_demos(demo_file) if r["expert"])
+    steps = 2 * ((turns + 7) // 8)  # two epochs of ceil(turns / 8) optimizer steps
+    for step in range(1, steps + 1):
+        assert f"sft step {step}/{steps} loss" in result.output
+    assert "held-out eval before SFT: success" in result.output
+    assert "held-out eval after SFT: success" in result.output
+    meta = json.loads((out / "sft_metrics.json").read_text())
+    assert set(meta["phase_seconds"]) == {"eval_before", "train", "eval_after"}
+    assert meta["steps"] == steps
