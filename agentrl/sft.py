@@ -31,6 +31,7 @@ from agentrl.config import RunConfig, SFTConfig
 from agentrl.demos import read_demos
 from agentrl.errors import UserError
 from agentrl.evaluation import episode_metrics, evaluate
+from agentrl.metrics import PhaseTimer
 from agentrl.policy import Policy, ScoreItem
 from agentrl.prompting import PromptBuilder, end_of_turn_id
 
@@ -117,25 +118,52 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
     if not examples:
         raise UserError("The demonstrations hold no turn to train on.")
     result = SFTResult(output, examples=len(examples))
+    timer = PhaseTimer()
     engine = None
+
+    def held_out_eval(name: str) -> dict[str, float]:
+        with timer.phase(f"eval_{name}"):
+            metrics = episode_metrics(evaluate(engine, sft.eval_episodes), "eval")
+        if on_eval is not None:
+            on_eval(name, metrics, timer.seconds[f"eval_{name}"])
+        return metrics
+
     if sft.eval_episodes > 0:
         backend = make_backend(policy, config.rollout, seed=sft.seed)
         engine = make_engine(policy, backend, config.rollout, env_factory(config.env, "eval"))
         if eval_before:
-            began = time.perf_counter()
-            result.eval_before = episode_metrics(evaluate(engine, sft.eval_episodes), "eval")
-            result.phase_seconds["eval_before"] = time.perf_counter() - began
-            if on_eval is not None:
-                on_eval("before", result.eval_before, result.phase_seconds["eval_before"])
+            result.eval_before = held_out_eval("before")
 
+    policy.model.train()
+    with timer.phase("train"):
+        result.losses = fit(policy, examples, sft, on_step)
+    policy.model.eval()
+    if engine is not None:
+        engine.backend.sync_weights()
+        result.eval_after = held_out_eval("after")
+        engine.pool.close()
+    result.phase_seconds = dict(timer.seconds)
+    result.seconds = time.perf_counter() - start
+    save_checkpoint(policy, output, {
+        "demos": [str(p) for p in demo_files], "examples": len(examples), "steps": len(result.losses),
+        "final_loss": result.losses[-1], "first_loss": result.losses[0],
+        "eval_before": result.eval_before, "eval_after": result.eval_after,
+        "seconds": result.seconds, "phase_seconds": result.phase_seconds, "sft": sft.__dict__,
+        "base_model": config.model.name,
+    })
+    return result
+
+
+def fit(policy: Policy, examples: Sequence[SFTExample], sft: SFTConfig,
+        on_step: Callable[[int, int, float], None] | None = None) -> list[float]:
+    """``sft.epochs`` shuffled passes of ``sft.batch_turns`` turns per optimizer step; returns
+    each step's loss (tokens of a batch weigh equally, however its micro-batches split)."""
     params = [p for p in policy.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=sft.lr, weight_decay=sft.weight_decay)
     rng = random.Random(sft.seed)
     steps_per_epoch = (len(examples) + sft.batch_turns - 1) // sft.batch_turns
     total_steps = sft.epochs * steps_per_epoch
-    step = 0
-    train_began = time.perf_counter()
-    policy.model.train()
+    losses: list[float] = []
     for _ in range(sft.epochs):
         order = list(range(len(examples)))
         rng.shuffle(order)
@@ -150,28 +178,10 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
                 loss_value += float(loss.detach())
             torch.nn.utils.clip_grad_norm_(params, sft.max_grad_norm)
             optimizer.step()
-            step += 1
-            result.losses.append(loss_value)
+            losses.append(loss_value)
             if on_step is not None:
-                on_step(step, total_steps, loss_value)
-    policy.model.eval()
-    result.phase_seconds["train"] = time.perf_counter() - train_began
-    if engine is not None:
-        began = time.perf_counter()
-        engine.backend.sync_weights()
-        result.eval_after = episode_metrics(evaluate(engine, sft.eval_episodes), "eval")
-        engine.pool.close()
-        result.phase_seconds["eval_after"] = time.perf_counter() - began
-        if on_eval is not None:
-            on_eval("after", result.eval_after, result.phase_seconds["eval_after"])
-    result.seconds = time.perf_counter() - start
-    save_checkpoint(policy, output, {
-        "demos": [str(p) for p in demo_files], "examples": len(examples), "steps": step,
-        "final_loss": result.losses[-1], "first_loss": result.losses[0],
-        "eval_before": result.eval_before, "eval_after": result.eval_after,
-        "seconds": result.seconds, "phase_seconds": result.phase_seconds, "sft": sft.__dict__, "base_model": config.model.name,
-    })
-    return result
+                on_step(len(losses), total_steps, loss_value)
+    return losses
 
 
 def save_checkpoint(policy: Policy, output: Path, meta: dict[str, Any]) -> None:
