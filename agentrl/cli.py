@@ -513,7 +513,8 @@ def sft(
         before = (result.eval_before or {}).get(key)
         table.add_row(key, _fmt(before), _fmt(value))
     phases = ", ".join(f"{name} {sec / 60:.1f}" for name, sec in result.phase_seconds.items())
-    table.caption = (f"{result.examples} turns, {result.seconds / 60:.1f} min in all ({phases}); "
+    rows = f" in {result.sequences} episode sequences" if result.sequences < result.examples else ""
+    table.caption = (f"{result.examples} turns{rows}, {result.seconds / 60:.1f} min in all ({phases}); "
                      f"checkpoint {output}")
     console.print(table)
 

@@ -1,7 +1,15 @@
 """Supervised warm start on demonstrations (``agentrl sft``).
 
 The loss is the negative log-likelihood of the reply tokens only (the prompt is masked), computed
-with the same memory-lean forward as RL (LM head applied to the reply positions alone). SAPO's
+with the same memory-lean forward as RL (LM head applied to the reply positions alone).
+
+Demonstrations recorded with ``rollout.history: conversation`` hold every turn of an episode as a
+prefix of the next turn's prompt. Such turns are trained as one sequence per episode (one body
+pass reads every reply, :class:`~agentrl.policy.SequenceItem`), not one sequence per turn: the
+per-turn way would run an episode of T turns through the model ~T/2 times over. The loss and its
+gradient are the same (causal attention: a reply's logits depend only on the tokens before it);
+what changes is that a batch then gathers whole episodes (shuffled) until it holds
+``sft.batch_turns`` turns, so no episode is split across optimizer steps. SAPO's
 value tokens are reserved before training, so the checkpoint is ready for ``agentrl run sapo
 --model DIR``: the value rows exist, the policy never learned to emit them (they are outside the
 action vocabulary of the loss), and their ids are recorded beside the weights.
@@ -32,7 +40,7 @@ from agentrl.demos import read_demos
 from agentrl.errors import UserError
 from agentrl.evaluation import episode_metrics, evaluate
 from agentrl.metrics import PhaseTimer
-from agentrl.policy import Policy, ScoreItem
+from agentrl.policy import Policy, ScoreItem, SequenceItem, Span
 from agentrl.prompting import PromptBuilder, end_of_turn_id
 
 IGNORE = -100
@@ -44,6 +52,8 @@ class SFTExample:
 
     prompt_ids: list[int]
     labels: list[int]
+    #: (env, split, task_seed) of the record's episode, when the record names it
+    episode: tuple[Any, ...] | None = None
 
     @property
     def reply_ids(self) -> list[int]:
@@ -62,6 +72,7 @@ class SFTResult:
     eval_after: dict[str, float] | None = None
     seconds: float = 0.0
     examples: int = 0
+    sequences: int = 0  # rows trained on: = examples per-turn, one per episode for conversation demos
     # Wall-clock seconds of each phase: held-out eval before, training, held-out eval after.
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -78,8 +89,73 @@ def make_examples(records: Sequence[dict[str, Any]], builder: PromptBuilder,
         prompt = builder.render_messages(record["messages"]) if "messages" in record else record["prompt"]
         prompt_ids = builder.encode(prompt)
         reply_ids = builder.encode(record["reply"]) + [eot]
-        examples.append(SFTExample(prompt_ids, [IGNORE] * len(prompt_ids) + reply_ids))
+        episode = (record.get("env"), record.get("split"), record["task_seed"]) if "task_seed" in record else None
+        examples.append(SFTExample(prompt_ids, [IGNORE] * len(prompt_ids) + reply_ids, episode))
     return examples
+
+
+@dataclass
+class SFTUnit:
+    """One row of a forward pass: a turn alone, or the consecutive turns of one conversation-mode
+    episode read from its longest sequence (each turn a span)."""
+
+    item: SequenceItem
+
+    @property
+    def turns(self) -> int:
+        return len(self.item.spans)
+
+    @property
+    def reply_tokens(self) -> int:
+        return sum(len(span.action_ids) for span in self.item.spans)
+
+
+def training_units(examples: Sequence[SFTExample]) -> list[SFTUnit]:
+    """Group consecutive examples of the same episode whose prompt + reply is a token prefix of the
+    next example's prompt (a growing chat); every other example is a unit of its own.
+
+    The prefix test is on the token ids SFT trains on, so a chat template or tokenizer that does
+    not extend turns exactly falls back to per-turn sequences instead of training on wrong text.
+    """
+    units: list[SFTUnit] = []
+    group: list[SFTExample] = []
+
+    def close() -> None:
+        if group:
+            spans = [Span(len(ex.prompt_ids), ex.reply_ids) for ex in group]
+            units.append(SFTUnit(SequenceItem(group[-1].input_ids, spans)))
+            group.clear()
+
+    for ex in examples:
+        if group:
+            last = group[-1]
+            full = last.input_ids
+            if not (ex.episode is not None and ex.episode == last.episode
+                    and len(ex.prompt_ids) >= len(full) and ex.prompt_ids[:len(full)] == full):
+                close()
+        group.append(ex)
+    close()
+    return units
+
+
+def batch_plan(units: Sequence[SFTUnit], batch_turns: int, rng: random.Random) -> list[list[int]]:
+    """One epoch's optimizer steps (indices into ``units``): units shuffled, gathered until a step
+    holds at least ``batch_turns`` turns. With one turn per unit this is the plain "every
+    ``batch_turns`` shuffled turns" of per-turn SFT."""
+    order = list(range(len(units)))
+    rng.shuffle(order)
+    plan: list[list[int]] = []
+    current: list[int] = []
+    turns = 0
+    for i in order:
+        current.append(i)
+        turns += units[i].turns
+        if turns >= batch_turns:
+            plan.append(current)
+            current, turns = [], 0
+    if current:
+        plan.append(current)
+    return plan
 
 
 def sft_loss(policy: Policy, examples: Sequence[SFTExample], tokens_total: float) -> torch.Tensor:
@@ -90,6 +166,12 @@ def sft_loss(policy: Policy, examples: Sequence[SFTExample], tokens_total: float
     """
     items = [ScoreItem(ex.prompt_ids, ex.reply_ids) for ex in examples]
     scores = policy.score(items)
+    return -scores.logprobs.sum() / tokens_total
+
+
+def unit_loss(policy: Policy, units: Sequence[SFTUnit], tokens_total: float) -> torch.Tensor:
+    """:func:`sft_loss` over units: one body pass per unit, every turn's reply read from it."""
+    scores = policy.score_sequences([unit.item for unit in units])
     return -scores.logprobs.sum() / tokens_total
 
 
@@ -120,7 +202,8 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
     examples = make_examples(records, builder, sft.include_noise)
     if not examples:
         raise UserError("The demonstrations hold no turn to train on.")
-    result = SFTResult(output, examples=len(examples))
+    units = training_units(examples)
+    result = SFTResult(output, examples=len(examples), sequences=len(units))
     timer = PhaseTimer()
     engine = None
 
@@ -139,7 +222,7 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
 
     policy.model.train()
     with timer.phase("train"):
-        result.losses = fit(policy, examples, sft, on_step)
+        result.losses = fit(policy, units, sft, on_step)
     policy.model.eval()
     if engine is not None:
         engine.backend.sync_weights()
@@ -148,7 +231,8 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
     result.phase_seconds = dict(timer.seconds)
     result.seconds = time.perf_counter() - start
     save_checkpoint(policy, output, {
-        "demos": [str(p) for p in demo_files], "examples": len(examples), "steps": len(result.losses),
+        "demos": [str(p) for p in demo_files], "examples": len(examples),
+        "sequences": len(units), "steps": len(result.losses),
         "final_loss": result.losses[-1], "first_loss": result.losses[0],
         "eval_before": result.eval_before, "eval_after": result.eval_after,
         "seconds": result.seconds, "phase_seconds": result.phase_seconds, "sft": sft.__dict__,
@@ -157,26 +241,25 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
     return result
 
 
-def fit(policy: Policy, examples: Sequence[SFTExample], sft: SFTConfig,
+def fit(policy: Policy, units: Sequence[SFTUnit], sft: SFTConfig,
         on_step: Callable[[int, int, float], None] | None = None) -> list[float]:
-    """``sft.epochs`` shuffled passes of ``sft.batch_turns`` turns per optimizer step; returns
-    each step's loss (tokens of a batch weigh equally, however its micro-batches split)."""
+    """``sft.epochs`` shuffled passes of at least ``sft.batch_turns`` turns per optimizer step
+    (:func:`batch_plan`); returns each step's loss (reply tokens of a step weigh equally, however
+    its micro-batches split)."""
     params = [p for p in policy.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=sft.lr, weight_decay=sft.weight_decay)
     rng = random.Random(sft.seed)
-    steps_per_epoch = (len(examples) + sft.batch_turns - 1) // sft.batch_turns
-    total_steps = sft.epochs * steps_per_epoch
+    plans = [batch_plan(units, sft.batch_turns, rng) for _ in range(sft.epochs)]
+    total_steps = sum(len(plan) for plan in plans)
     losses: list[float] = []
-    for _ in range(sft.epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        for begin in range(0, len(order), sft.batch_turns):
-            batch = [examples[i] for i in order[begin:begin + sft.batch_turns]]
-            tokens_total = float(sum(len(ex.reply_ids) for ex in batch))
+    for plan in plans:
+        for step in plan:
+            batch = [units[i] for i in step]
+            tokens_total = float(sum(unit.reply_tokens for unit in batch))
             optimizer.zero_grad(set_to_none=True)
             loss_value = 0.0
-            for micro in micro_batches([len(ex.input_ids) for ex in batch], sft.micro_batch_tokens):
-                loss = sft_loss(policy, [batch[i] for i in micro], tokens_total)
+            for micro in micro_batches([unit.item.length for unit in batch], sft.micro_batch_tokens):
+                loss = unit_loss(policy, [batch[i] for i in micro], tokens_total)
                 loss.backward()
                 loss_value += float(loss.detach())
             torch.nn.utils.clip_grad_norm_(params, sft.max_grad_norm)

@@ -191,3 +191,66 @@ def test_conversation_demos_are_the_growing_chat_and_sft_reads_them(tmp_path, to
     for record, example in zip(records, make_examples(records, builder), strict=True):
         assert tokenizer.decode(example.prompt_ids) == record["prompt"]  # SFT renders the same chat
         assert example.labels[len(example.prompt_ids) - 1] == IGNORE
+
+
+def test_sft_trains_a_conversation_episode_as_one_sequence_with_the_per_turn_gradient(
+        tmp_path, tokenizer, tiny_model):
+    """Conversation demos: one row per episode (every turn a span of it), and the loss and its
+    gradient equal to training each turn as its own sequence; window demos stay per turn."""
+    import random
+
+    import torch
+
+    from agentrl.build import conversation_builder, env_factory, prompt_builder
+    from agentrl.config import EnvConfig
+    from agentrl.demos import read_demos, record_demos
+    from agentrl.policy import Policy
+    from agentrl.sft import batch_plan, make_examples, sft_loss, training_units, unit_loss
+
+    make = env_factory(EnvConfig(id="keydoor", kwargs={"n_rooms": 4}), "train")
+    units_of = {}
+    for history in ("conversation", "window"):
+        cfg = RolloutConfig(history=history, history_window=2)
+        builder = prompt_builder(tokenizer, cfg, make())
+        path = tmp_path / f"{history}.jsonl"
+        record_demos(make, builder, episodes=3, output=path, env_name="keydoor", split="train",
+                     noise=0.3, seed=1,
+                     conversation=conversation_builder(builder, cfg) if history == "conversation" else None)
+        records = list(read_demos(path))
+        examples = make_examples(records, builder)  # expert turns only: noise turns are gaps
+        units_of[history] = (examples, training_units(examples), records)
+    examples, units, records = units_of["conversation"]
+    assert any(not r["expert"] for r in records)  # a skipped noise turn inside an episode
+    episodes = sorted({r["task_seed"] for r in records})
+    assert len(units) == len(episodes) == 3
+    assert sum(u.turns for u in units) == len(examples)
+    for unit in units:  # each turn's prompt + reply sits at its place in the episode's sequence
+        for span in unit.item.spans:
+            assert list(unit.item.ids[span.prompt_length:span.end]) == list(span.action_ids)
+    window_examples, window_units, _ = units_of["window"]
+    assert len(window_units) == len(window_examples)  # window prompts are not prefixes of each other
+
+    policy = Policy(tiny_model, tokenizer)
+    total = float(sum(len(ex.reply_ids) for ex in examples))
+
+    def loss_and_grad(fn, rows):
+        tiny_model.zero_grad(set_to_none=True)
+        loss = fn(policy, rows, total)
+        loss.backward()
+        return float(loss.detach()), torch.cat([p.grad.flatten() for p in tiny_model.parameters() if p.grad is not None])
+
+    per_turn, grad_turn = loss_and_grad(sft_loss, examples)
+    grouped, grad_grouped = loss_and_grad(unit_loss, units)
+    assert grouped == pytest.approx(per_turn, rel=1e-5)
+    assert torch.allclose(grad_grouped, grad_turn, rtol=1e-4, atol=1e-6)
+
+    # batches: one-turn units cut every batch_turns shuffled turns (the per-turn plan); episodes
+    # are gathered whole until a step holds batch_turns turns
+    plan = batch_plan(window_units, 4, random.Random(0))
+    order = list(range(len(window_units)))
+    random.Random(0).shuffle(order)
+    assert plan == [order[i:i + 4] for i in range(0, len(order), 4)]
+    turns = [u.turns for u in units]
+    plan = batch_plan(units, 2, random.Random(0))
+    assert sorted(i for step in plan for i in step) == [0, 1, 2]
+    assert all(sum(turns[i] for i in step) >= 2 or step == plan[-1] for step in plan)
