@@ -15,7 +15,8 @@ Settings in the config's ``algorithm`` section (or ``--set algorithm.x=...``) ap
 algorithms that have them (``group_size`` to GRPO only); a key no selected algorithm has is an
 error, as anywhere else in agentrl.
 
-Runs go to ``OUT/<algo>/seed<k>/`` and run one after another in this process. A finished run
+Runs go to ``OUT/<algo>/seed<k>/`` and run one after another in this process, seed by seed
+(seed k of every algorithm before seed k+1). A finished run
 (``summary.json``) is skipped; one with a checkpoint is resumed; asking for more iterations than
 a finished run has extends it from its last checkpoint. A run directory made with other settings
 is an error (pick another OUT) so that a resumed benchmark can never mix settings.
@@ -53,6 +54,7 @@ REUSABLE_DIFFERENCES = frozenset(
         "train.save_every",
         "train.samples_per_iteration",
         "train.eval_every",
+        "train.eval_at_start",
     }
 )
 
@@ -185,8 +187,10 @@ def plan_bench(
         trajectories = base.rollout.tasks_per_iteration * rollouts_per_task(base)
 
     runs = []
-    for algo in algos:
-        for seed in range(first_seed, first_seed + seeds):
+    # seed-major: a bench stopped part-way holds whole seeds of every algorithm (a like-for-like
+    # partial comparison) rather than every seed of the first algorithm
+    for seed in range(first_seed, first_seed + seeds):
+        for algo in algos:
             own = tree_for(algo)
             run_dir = out / algo / f"seed{seed}"
             _set_dotted(own, ["train", "seed"], seed)

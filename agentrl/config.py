@@ -64,6 +64,9 @@ class TrainConfig:
     iterations: int = 10
     seed: int = 0
     eval_every: int = 0  # iterations between evals (0: only at the end if eval_episodes > 0)
+    #: also evaluate the starting model before iteration 1 (a metrics record with iteration 0), so
+    #: every run's curve starts from its own measured start (a resumed run does not redo it)
+    eval_at_start: bool = False
     eval_episodes: int = 0
     eval_greedy: bool = True
     save_every: int = 5

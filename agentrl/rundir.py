@@ -45,6 +45,7 @@ RESUMABLE_DIFFERENCES = frozenset({
     "train.save_every",
     "train.samples_per_iteration",
     "train.eval_every",
+    "train.eval_at_start",
     "train.eval_episodes",
     "train.eval_greedy",
     "train.loggers",  # where metrics are streamed to (agentrl/loggers.py)

@@ -191,6 +191,8 @@ class Trainer:
     def train(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
         result = RunResult(self.run_dir)
         cfg = self.config.train
+        if cfg.eval_at_start and cfg.eval_episodes and self.start_iteration == 0:
+            self._eval_start(result)
         for iteration in range(self.start_iteration + 1, cfg.iterations + 1):
             record = self.iteration(iteration)
             evaluating = bool(cfg.eval_episodes) and (iteration == cfg.iterations or bool(
@@ -222,6 +224,20 @@ class Trainer:
                        "final_eval": final_eval, "last": last, "fingerprint": self.fingerprints}
             atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
         return result
+
+    def _eval_start(self, result: RunResult) -> None:
+        """``train.eval_at_start``: the starting model's held-out numbers as iteration 0 (once: a
+        run restarted before its first checkpoint keeps the record it has)."""
+        if any(r.get("iteration") == 0 for r in self.metrics_log.read()):
+            return
+        with self.whole_weights(True):
+            metrics = self.run_eval(0) if is_main() else {}
+        if is_main():
+            record: dict[str, Any] = {"iteration": 0, "env_steps": 0, "trajectories": 0, "wall_time": 0.0, **metrics}
+            self.metrics_log.write(record)
+            for sink in self.sinks:
+                sink.log(record, 0)
+            result.history.append(record)
 
     def iteration(self, iteration: int) -> dict[str, Any]:
         cfg = self.config

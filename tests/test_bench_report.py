@@ -471,8 +471,8 @@ def test_plan_is_like_for_like(tmp_path):
         trajectories=8,
         eval_episodes=2,
     )
-    assert [(r.algo, r.seed) for r in plan.runs] == [
-        (a, s) for a in ("sapo", "ppo", "grpo") for s in (5, 6)
+    assert [(r.algo, r.seed) for r in plan.runs] == [  # seed-major: whole seeds first
+        (a, s) for s in (5, 6) for a in ("sapo", "ppo", "grpo")
     ]
     for run in plan.runs:
         cfg = run.config

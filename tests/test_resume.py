@@ -9,6 +9,7 @@ compute in identically set-up processes (threads, global RNGs).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -292,3 +293,25 @@ def test_vllm_reseed_restarts_the_engines_sampling_stream():
     backend.reseed(1234)
     assert replies() == first
     assert second != first  # the stream moves on between calls: the equality above is the reseed's
+
+
+@pytest.mark.slow
+def test_eval_at_start_records_iteration_0_once_and_changes_no_training_number(reference, tmp_path):
+    """``train.eval_at_start``: the starting model's eval is record 0 (and eval/iter_00000.jsonl);
+    training's numbers equal a run without it (the eval draws from its own stream), and a run
+    killed before its first checkpoint and resumed keeps the record it has instead of redoing it."""
+    run_dir = tmp_path / "run"
+    settings = [*SETTINGS, "--set", "train.eval_at_start=true"]
+    agentrl_run(["sapo", *settings, "--run-dir", str(run_dir)], crash="metrics@1")
+    assert [r["iteration"] for r in records(run_dir)] == [0, 1]
+    assert latest_checkpoint(run_dir) is None
+    first = records(run_dir)[0]
+    resume(run_dir)
+    got = records(run_dir)
+    assert [r["iteration"] for r in got] == [0, 1, 2, 3, 4]
+    assert got[0] == first  # not redone by the restart
+    assert first["env_steps"] == first["trajectories"] == 0
+    assert first["eval/episodes"] == 2 and 0.0 <= first["eval/success_rate"] <= 1.0
+    assert len((run_dir / "eval" / "iter_00000.jsonl").read_text().splitlines()) == 2
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in got[1:]))
+    assert_same_run(run_dir, reference)
