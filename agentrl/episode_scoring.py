@@ -93,15 +93,23 @@ def minibatch_plan(units: Sequence[ScoringUnit], by_episode: bool, minibatch_tur
     order = torch.randperm(len(trainable), generator=generator).tolist()
     if not by_episode:
         return [[trainable[i] for i in order[s:s + minibatch_turns]] for s in range(0, len(order), minibatch_turns)]
+    chosen = [trainable[i] for i in order]
+    return gather_until(chosen, [len(units[u].turn_slots) for u in chosen], minibatch_turns)
+
+
+def gather_until(order: Sequence[int], sizes: Sequence[int], at_least: int) -> list[list[int]]:
+    """``order`` cut into consecutive groups, each closed as soon as its ``sizes`` (one per item
+    of ``order``) add up to ``at_least``; the last group may hold less. Whole episodes per
+    optimizer step, in RL (:func:`minibatch_plan`) and in SFT (:func:`agentrl.sft.batch_plan`)."""
     plan: list[list[int]] = []
     current: list[int] = []
-    turns = 0
-    for i in order:
-        current.append(trainable[i])
-        turns += len(units[trainable[i]].turn_slots)
-        if turns >= minibatch_turns:
+    total = 0
+    for item, size in zip(order, sizes, strict=True):
+        current.append(item)
+        total += size
+        if total >= at_least:
             plan.append(current)
-            current, turns = [], 0
+            current, total = [], 0
     if current:
         plan.append(current)
     return plan

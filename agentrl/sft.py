@@ -37,6 +37,7 @@ from agentrl.build import (
 )
 from agentrl.config import RunConfig, SFTConfig
 from agentrl.demos import read_demos
+from agentrl.episode_scoring import gather_until
 from agentrl.errors import UserError
 from agentrl.evaluation import episode_metrics, evaluate
 from agentrl.metrics import PhaseTimer
@@ -144,18 +145,7 @@ def batch_plan(units: Sequence[SFTUnit], batch_turns: int, rng: random.Random) -
     ``batch_turns`` shuffled turns" of per-turn SFT."""
     order = list(range(len(units)))
     rng.shuffle(order)
-    plan: list[list[int]] = []
-    current: list[int] = []
-    turns = 0
-    for i in order:
-        current.append(i)
-        turns += units[i].turns
-        if turns >= batch_turns:
-            plan.append(current)
-            current, turns = [], 0
-    if current:
-        plan.append(current)
-    return plan
+    return gather_until(order, [units[i].turns for i in order], batch_turns)
 
 
 def sft_loss(policy: Policy, examples: Sequence[SFTExample], tokens_total: float) -> torch.Tensor:

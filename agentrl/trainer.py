@@ -41,6 +41,7 @@ from agentrl.algorithms import Algorithm, get_algorithm
 from agentrl.build import env_factory, load_for_training, make_backend, make_engine
 from agentrl.config import RunConfig
 from agentrl.distributed import (
+    all_reduce_max,
     global_record,
     init_from_env,
     is_main,
@@ -203,11 +204,7 @@ class Trainer:
                 if iteration == cfg.iterations and cfg.eval_episodes and is_main():
                     result.final_eval = self.run_eval(iteration)
                     record.update(result.final_eval)
-            if is_main():
-                self.metrics_log.write(record)
-                crash_point("metrics", iteration)
-                for sink in self.sinks:
-                    sink.log(record, iteration)
+            self._log(record, iteration)
             result.history.append(record)
             if on_iteration is not None:
                 on_iteration(record)
@@ -225,18 +222,26 @@ class Trainer:
             atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
         return result
 
+    def _log(self, record: dict[str, Any], iteration: int) -> None:
+        """One iteration's record to metrics.jsonl and every logger (rank 0 only)."""
+        if is_main():
+            self.metrics_log.write(record)
+            crash_point("metrics", iteration)
+            for sink in self.sinks:
+                sink.log(record, iteration)
+
     def _eval_start(self, result: RunResult) -> None:
         """``train.eval_at_start``: the starting model's held-out numbers as iteration 0 (once: a
-        run restarted before its first checkpoint keeps the record it has)."""
-        if any(r.get("iteration") == 0 for r in self.metrics_log.read()):
+        run restarted before its first checkpoint keeps the record it has). Rank 0 reads the log
+        and every rank follows its answer, so all of them enter the gathered block or none."""
+        recorded = is_main() and any(r.get("iteration") == 0 for r in self.metrics_log.read())
+        if all_reduce_max([int(recorded)])[0]:
             return
         with self.whole_weights(True):
             metrics = self.run_eval(0) if is_main() else {}
+        record: dict[str, Any] = {"iteration": 0, "env_steps": 0, "trajectories": 0, "wall_time": 0.0, **metrics}
+        self._log(record, 0)
         if is_main():
-            record: dict[str, Any] = {"iteration": 0, "env_steps": 0, "trajectories": 0, "wall_time": 0.0, **metrics}
-            self.metrics_log.write(record)
-            for sink in self.sinks:
-                sink.log(record, 0)
             result.history.append(record)
 
     def iteration(self, iteration: int) -> dict[str, Any]:
