@@ -366,6 +366,35 @@ def test_report_says_what_is_missing(tmp_path):
     assert all(p.exists() for p in files.figures)
 
 
+def test_a_run_is_reported_with_the_session_that_trained_it_not_one_that_skipped_it(tmp_path):
+    """A comparison run in pieces: session 1 (AMD) trained sapo and started ppo; session 2 (Intel)
+    skipped the finished sapo and resumed ppo. sapo ran on AMD, ppo last ran on Intel."""
+    from agentrl.reporting.runs import load_run
+
+    runs = write_synthetic_runs(tmp_path / "bench")
+    sapo, ppo = runs / "sapo" / "seed0", runs / "ppo" / "seed0"
+
+    def session(started, cpu, actions):
+        return {"command": f"agentrl bench ({cpu})", "started": started, "finished": started + "+1h",
+                "machine": {"cpu": cpu},
+                "runs": [{"algo": a, "seed": 0, "run_dir": str(d), "action": act, "state": "done"}
+                         for a, d, act in actions]}
+
+    manifest = {"sessions": [
+        session("2026-12-01 08:40", "AMD EPYC", [("sapo", sapo, "fresh"), ("ppo", ppo, "fresh")]),
+        session("2026-12-01 18:26", "Intel Xeon", [("sapo", sapo, "skip"), ("ppo", ppo, "resume")]),
+        session("2026-12-02 09:00", "Intel Xeon", [("sapo", sapo, "skip"), ("ppo", ppo, "skip")]),
+    ]}
+    (runs / "bench.json").write_text(json.dumps(manifest))
+    first, second = load_run(sapo).bench, load_run(ppo).bench
+    assert (first.machine["cpu"], first.started, first.action) == ("AMD EPYC", "2026-12-01 08:40", "fresh")
+    assert (second.machine["cpu"], second.started, second.action) == ("Intel Xeon", "2026-12-01 18:26", "resume")
+    # A run only ever skipped (made before bench knew it) keeps the latest session that saw it.
+    manifest["sessions"] = [manifest["sessions"][2]]
+    (runs / "bench.json").write_text(json.dumps(manifest))
+    assert load_run(sapo).bench.started == "2026-12-02 09:00"
+
+
 def test_groups_split_by_setting_and_label_the_difference(tmp_path):
     from agentrl.reporting.runs import discover_runs, group_runs
 

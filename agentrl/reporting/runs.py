@@ -228,7 +228,11 @@ def load_run(path: Path) -> Run:
 
 
 def _bench_session(path: Path) -> BenchSession | None:
-    """The latest ``bench.json`` session that touched this run (bench puts it two levels up)."""
+    """The latest ``bench.json`` session that trained this run (bench puts it two levels up).
+
+    A session that only skipped a finished run did not run it: its machine and dates would be
+    the wrong ones to report (a comparison run in pieces across sessions and machines), so
+    skips count only when nothing else touched the run."""
     resolved = path.resolve()
     for folder in (resolved.parent.parent, resolved.parent):
         manifest = folder / "bench.json"
@@ -238,16 +242,20 @@ def _bench_session(path: Path) -> BenchSession | None:
             data = json.loads(manifest.read_text())
         except json.JSONDecodeError:
             return None
-        for session in reversed(data.get("sessions", [])):
-            for run in session.get("runs", []):
-                if Path(run.get("run_dir", "")).resolve() == resolved:
-                    return BenchSession(
-                        session.get("command", ""),
-                        session.get("started", ""),
-                        session.get("finished"),
-                        session.get("machine", {}),
-                        run.get("action", ""),
-                    )
+        touched = [
+            BenchSession(
+                session.get("command", ""),
+                session.get("started", ""),
+                session.get("finished"),
+                session.get("machine", {}),
+                run.get("action", ""),
+            )
+            for session in data.get("sessions", [])
+            for run in session.get("runs", [])
+            if Path(run.get("run_dir", "")).resolve() == resolved
+        ]
+        trained = [s for s in touched if s.action != "skip"]
+        return (trained or touched or [None])[-1]
     return None
 
 
