@@ -13,7 +13,8 @@ Like-for-like means a comparison changes only the algorithm:
 
 Settings in the config's ``algorithm`` section (or ``--set algorithm.x=...``) apply to the
 algorithms that have them (``group_size`` to GRPO only); a key no selected algorithm has is an
-error, as anywhere else in agentrl.
+error, as anywhere else in agentrl. ``--set ALGO:key=value`` applies to one algorithm's runs only
+(each algorithm's tuned learning rate, say); everything else stays one setting for all.
 
 Runs go to ``OUT/<algo>/seed<k>/`` and run one after another in this process, seed by seed
 (seed k of every algorithm before seed k+1). A finished run
@@ -127,6 +128,31 @@ def _set_dotted(tree: dict[str, Any], path: Sequence[str], value: Any) -> None:
     node[path[-1]] = value
 
 
+def split_algorithm_overrides(
+    overrides: Sequence[str], algos: Sequence[str]
+) -> tuple[list[str], dict[str, list[str]]]:
+    """``--set`` texts split into those for every algorithm and those for one: ``ALGO:key=value``
+    (e.g. ``sapo:algorithm.lr=3e-5``) applies to ALGO's runs only, so a comparison can give each
+    algorithm the rate its pre-study chose while everything else stays shared. A prefix that
+    names no chosen algorithm is an error, not a setting silently dropped."""
+    shared: list[str] = []
+    own: dict[str, list[str]] = {}
+    for text in overrides:
+        key = text.split("=", 1)[0]
+        if ":" not in key:
+            shared.append(text)
+            continue
+        name, rest = text.split(":", 1)
+        name = name.strip().lower()
+        if name not in algos:
+            raise UserError(
+                f"--set {text} is for '{name}', which is not among the compared algorithms "
+                f"({', '.join(algos)})."
+            )
+        own.setdefault(name, []).append(rest)
+    return shared, own
+
+
 def _algorithm_fields(algo: str) -> set[str]:
     import dataclasses
 
@@ -160,7 +186,8 @@ def plan_bench(
     if eval_episodes is not None and eval_episodes < 0:
         raise UserError(f"--eval-episodes cannot be negative ({eval_episodes}).")
     tree: dict[str, Any] = load_yaml(config_path) if config_path is not None else {}
-    for text in overrides:
+    shared, own_overrides = split_algorithm_overrides(overrides, algos)
+    for text in shared:
         path, value = parse_override(text)
         _set_dotted(tree, path, value)
     algorithm_section = tree.get("algorithm") or {}
@@ -170,6 +197,11 @@ def plan_bench(
     for key in algorithm_section:
         if not any(key in names for names in fields.values()):
             raise UserError(f"None of {', '.join(algos)} has the setting 'algorithm.{key}'.")
+    for algo, texts in own_overrides.items():
+        for text in texts:
+            path, _ = parse_override(text)
+            if path[0] == "algorithm" and len(path) == 2 and path[1] not in fields[algo]:
+                raise UserError(f"{algo} has no setting 'algorithm.{path[1]}' (in --set {algo}:{text}).")
 
     def tree_for(algo: str) -> dict[str, Any]:
         own = copy.deepcopy(tree)
@@ -177,6 +209,9 @@ def plan_bench(
             k: v for k, v in algorithm_section.items() if k in fields.get(algo, set())
         }
         own["algo"] = algo
+        for text in own_overrides.get(algo, []):
+            path, value = parse_override(text)
+            _set_dotted(own, path, value)
         return own
 
     if trajectories is None:

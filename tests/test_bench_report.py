@@ -482,6 +482,39 @@ def test_bench_user_errors(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing started
 
 
+def test_bench_per_algorithm_setting_errors(tmp_path):
+    out = str(tmp_path / "out")
+    _one_sentence_error(
+        _invoke(["bench", "--algos", "sapo,ppo", "--env", "keydoor", "--set", "grpo:algorithm.lr=1e-5",
+                 "-o", out]),
+        "--set grpo:algorithm.lr=1e-5 is for 'grpo', which is not among the compared algorithms",
+    )
+    _one_sentence_error(
+        _invoke(["bench", "--algos", "sapo,ppo", "--env", "keydoor", "--set", "ppo:algorithm.value_coef=0.3",
+                 "-o", out]),
+        "ppo has no setting 'algorithm.value_coef'",
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_per_algorithm_settings_reach_only_their_runs(tmp_path):
+    """Each algorithm's own rate, one shared setting: SAPO 3e-5, PPO 1e-5, GRPO the shared 2e-6."""
+    from agentrl.comparison import plan_bench
+
+    plan = plan_bench(
+        ["sapo", "ppo", "grpo"], tmp_path / "out", env="keydoor", model="tiny",
+        overrides=["algorithm.lr=2e-6", "sapo:algorithm.lr=3e-5", "PPO:algorithm.lr=1e-5",
+                   "algorithm.group_size=4", "ppo:train.eval_episodes=3"],
+        seeds=1, iterations=2, trajectories=8,
+    )
+    by_algo = {r.algo: r.config for r in plan.runs}
+    assert {a: c.algorithm.lr for a, c in by_algo.items()} == {"sapo": 3e-5, "ppo": 1e-5, "grpo": 2e-6}
+    assert {a: c.train.eval_episodes for a, c in by_algo.items()} == {
+        "sapo": by_algo["grpo"].train.eval_episodes, "ppo": 3, "grpo": by_algo["sapo"].train.eval_episodes}
+    assert by_algo["grpo"].algorithm.group_size == 4 and by_algo["grpo"].rollout.tasks_per_iteration == 2
+    assert by_algo["ppo"].rollout.tasks_per_iteration == 8
+
+
 # --- planning and resuming -----------------------------------------------------------------------
 
 
