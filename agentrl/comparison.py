@@ -197,9 +197,10 @@ def plan_bench(
     for key in algorithm_section:
         if not any(key in names for names in fields.values()):
             raise UserError(f"None of {', '.join(algos)} has the setting 'algorithm.{key}'.")
-    for algo, texts in own_overrides.items():
-        for text in texts:
-            path, _ = parse_override(text)
+    own_settings = {algo: [(text, *parse_override(text)) for text in texts]
+                    for algo, texts in own_overrides.items()}
+    for algo, settings in own_settings.items():
+        for text, path, _ in settings:
             if path[0] == "algorithm" and len(path) == 2 and path[1] not in fields[algo]:
                 raise UserError(f"{algo} has no setting 'algorithm.{path[1]}' (in --set {algo}:{text}).")
 
@@ -209,9 +210,8 @@ def plan_bench(
             k: v for k, v in algorithm_section.items() if k in fields.get(algo, set())
         }
         own["algo"] = algo
-        for text in own_overrides.get(algo, []):
-            path, value = parse_override(text)
-            _set_dotted(own, path, value)
+        for _, path, value in own_settings.get(algo, []):
+            _set_dotted(own, path, copy.deepcopy(value))
         return own
 
     if trajectories is None:
