@@ -197,8 +197,13 @@ def test_mean_std_and_band_by_hand():
     assert value.mean == pytest.approx(0.625)
     assert value.std == pytest.approx(0.25 / math.sqrt(2))  # sample std of two values: |a-b|/sqrt 2
     assert value.format(100, 1) == "62.5 ± 17.7"
+    assert value.sem == pytest.approx(0.125)  # std / sqrt 2 = |a-b| / 2
+    assert value.format(100, 1, spread="sem") == "62.5 ± 12.5"
+    with pytest.raises(ValueError):
+        value.format(spread="var")
     single = mean_std([0.3, float("nan")])
     assert single.n == 1 and single.std is None and single.format() == "0.300"
+    assert single.sem is None and single.format(spread="sem") == "0.300"
     assert mean_std([]) is None
 
     # Seed A at x = 10, 20 (y 0 -> 1), seed B at x = 12, 16, 24 (y 1, 1, 0.5): the common range is
@@ -276,7 +281,7 @@ def test_report_numbers_match_the_metrics_files(synthetic_report):
     assert ratio_row[6] == "0.00x"  # critic update: SAPO 0 s against PPO's 0.45 s
 
     # Peak memory: each seed's max over iterations (1.2 and 1.3 for SAPO), then mean ± std.
-    row = _row(md, "sapo", "peak RSS (GiB)")
+    row = _row(md, "sapo", "| group | peak RSS (GiB)")
     assert row[1] == _pm([1.2, 1.3], digits=2) == "1.25 ± 0.07"
     assert row[2] == f"{1.25 / statistics.mean([2.0, 2.2]):.2f}x" == "0.60x"
     assert row[3:] == ["2.50 ± 0.14", "0.60x"]  # CUDA peaks written as twice the RSS ones
@@ -292,6 +297,48 @@ def test_report_numbers_match_the_metrics_files(synthetic_report):
     assert row[1:] == [_pm([0.4, 0.6]), "0.200 (n=1)"]
     assert _row(md, "ppo", "## Explained variance")[1:] == [_pm([0.1, 0.3]), "missing"]
     assert "No value function, nothing to show: grpo." in md
+
+
+def test_headline_table_is_start_final_best_with_standard_errors(tmp_path):
+    """The headline: success before training, at the end and at its best, cost and budget, with
+    ± the standard error over seeds (std / sqrt n), every number worked out here."""
+    from agentrl.reporting.report import build_report
+
+    runs = write_synthetic_runs(tmp_path / "runs")
+    # SAPO: an eval before training (iteration 0) and one after iteration 1, besides the final one
+    # at iteration 3 (0.5 and 0.75 from SYNTHETIC); seed 1's last env-step count set to 130.
+    for seed, start, mid in ((0, 0.25, 0.75), (1, 0.25, 1.0)):
+        run = runs / "sapo" / f"seed{seed}"
+        records = _metrics(run)
+        records[0].update({"eval/success_rate": mid, "eval/episodes": 4.0})
+        if seed == 1:
+            records[-1]["env_steps"] = 130
+        start_record = {"iteration": 0, "env_steps": 0, "trajectories": 0, "wall_time": 0.0}
+        start_record["eval/success_rate"] = start
+        records.insert(0, start_record)
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    md = build_report([runs], tmp_path / "report").markdown.read_text()
+
+    row = _row(md, "sapo", "## Headline")
+    assert row[1] == "2"
+    assert row[2] == "25.0 ± 0.0"  # both seeds started at 25 %
+    assert row[3] == "62.5 ± 12.5"  # finals 50 and 75: std 17.68, / sqrt 2
+    assert row[4] == "87.5 ± 12.5"  # best of each seed: 75 (iteration 1) and 100 (iteration 1)
+    assert row[5] == "5.0 ± 1.0"  # time/iteration 4 and 6 s
+    assert row[6] == "1.25 ± 0.05"  # peak RSS 1.2 and 1.3 GiB
+    assert row[7] == "2.50 ± 0.10"  # peak CUDA, twice those
+    assert row[8:] == ["3", "24", "125 ± 5"]  # env steps 120 and 130
+    ppo = _row(md, "ppo", "## Headline")
+    assert ppo[2] == "missing"  # no evaluation before training
+    assert ppo[3] == ppo[4] == "25.0 ± 0.0"  # one evaluation: final and best are the same
+    # Per task type (final eval): SAPO's pick and place 100 and 50 -> 75 ± 25.
+    assert _row(md, "pick and place", "## Headline")[1:] == [
+        "75.0 ± 25.0",
+        "50.0 ± 0.0",
+        "50.0 ± 50.0",
+    ]
+    # The sections after the headline keep the std: the same finals read 62.5 ± 17.7 there.
+    assert _row(md, "sapo", "## Final evaluation")[2] == "62.5 ± 17.7"
 
 
 def test_report_sections_figures_and_twin(synthetic_report):

@@ -1,7 +1,9 @@
-"""Numbers over seeds: mean ± std, curves on a common axis, per-phase cost.
+"""Numbers over seeds: mean ± std (or ± standard error), curves on a common axis, per-phase cost.
 
 Conventions (stated in every report): ``std`` is the sample standard deviation over seeds
-(``ddof=1``), undefined for one seed; a seed's number for a cost is its mean over iterations;
+(``ddof=1``), undefined for one seed; the standard error of the mean is ``std / sqrt(n)`` (the
+headline table's spread, since it answers "how sure is this mean", which is what a comparison
+of algorithms asks); a seed's number for a cost is its mean over iterations;
 curves of several seeds are interpolated linearly onto the x values any seed recorded, within
 the range every seed reached, so a band never extrapolates a seed past its last record.
 """
@@ -34,11 +36,24 @@ class MeanStd:
     std: float | None  # None with fewer than two values
     n: int
 
-    def format(self, scale: float = 1.0, digits: int = 3, unit: str = "") -> str:
-        """``"62.5 ± 17.7"`` (``unit`` appended); one value prints without a ``±``."""
+    @property
+    def sem(self) -> float | None:
+        """Standard error of the mean, ``std / sqrt(n)``; None with fewer than two values."""
+        return None if self.std is None else self.std / math.sqrt(self.n)
+
+    def format(
+        self, scale: float = 1.0, digits: int = 3, unit: str = "", spread: str = "std"
+    ) -> str:
+        """``"62.5 ± 17.7"`` (``unit`` appended); one value prints without a ``±``.
+
+        ``spread`` picks what follows the ``±``: ``"std"`` or ``"sem"`` (standard error).
+        """
+        if spread not in ("std", "sem"):
+            raise ValueError(f"spread must be 'std' or 'sem', not {spread!r}")
         text = f"{self.mean * scale:.{digits}f}"
-        if self.std is not None:
-            text += f" ± {self.std * scale:.{digits}f}"
+        width = self.std if spread == "std" else self.sem
+        if width is not None:
+            text += f" ± {width * scale:.{digits}f}"
         return text + unit
 
 
@@ -129,6 +144,20 @@ def run_mean(run: Run, key: str) -> float | None:
 def run_max(run: Run, key: str) -> float | None:
     values = [v for _, v in run.values(key)]
     return max(values) if values else None
+
+
+def eval_at(run: Run, key: str, iteration: int) -> float | None:
+    """``key`` in the run's eval record of ``iteration`` (0: the evaluation before training)."""
+    for record, value in run.values(key):
+        if record.get("iteration") == iteration and "eval/success_rate" in record:
+            return value
+    return None
+
+
+def last_value(run: Run, key: str) -> float | None:
+    """``key`` in the latest record that has it (a cumulative count: env steps, trajectories)."""
+    values = run.values(key)
+    return values[-1][1] if values else None
 
 
 def over_seeds(group: RunGroup, per_run) -> MeanStd | None:

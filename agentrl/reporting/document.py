@@ -23,10 +23,13 @@ from agentrl.reporting.aggregate import (
     PHASES,
     MeanStd,
     PhaseCost,
+    eval_at,
     final_eval_value,
+    last_value,
     over_seeds,
     phase_cost,
     run_max,
+    run_mean,
 )
 from agentrl.reporting.machine import describe_machine, machine_line
 from agentrl.reporting.played import comparability, data_rows, data_warnings
@@ -34,6 +37,7 @@ from agentrl.reporting.runs import Run, RunGroup, group_runs, settings_table
 
 #: Section ids, in page order; every report has all of them (tests and readers rely on it).
 SECTION_IDS = (
+    "headline",
     "setup",
     "learning-curves",
     "final-eval",
@@ -124,11 +128,13 @@ def fmt(
     digits: int = 3,
     unit: str = "",
     of: int | None = None,
+    spread: str = "std",
 ) -> str:
-    """A mean ± std cell; ``(n=k)`` is added when only k of the group's ``of`` seeds have it."""
+    """A mean ± std cell (± standard error with ``spread="sem"``); ``(n=k)`` is added when only
+    k of the group's ``of`` seeds have it."""
     if value is None:
         return "missing"
-    text = value.format(scale, digits, unit)
+    text = value.format(scale, digits, unit, spread)
     return text + (f" (n={value.n})" if of is not None and value.n != of else "")
 
 
@@ -158,6 +164,7 @@ def build_document(
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}"
     )
     sections = [
+        _headline(groups),
         _setup(groups, notes),
         _learning_curves(groups, figure_dir),
         _final_eval(groups),
@@ -168,6 +175,143 @@ def build_document(
         _value_traces(groups, figure_dir, traces_per_group),
     ]
     return Document(title, subtitle, sections, [g.label for g in groups])
+
+
+def _headline(groups: Sequence[RunGroup]) -> Section:
+    """The table a comparison is read by: held-out success before, at the end and at its best,
+    what it cost per iteration, and the budget it used; ± is the standard error over seeds."""
+    section = Section("headline", "Headline: success, cost and budget (mean ± standard error)")
+
+    def best(run: Run) -> float | None:
+        return run_max(run, "eval/success_rate")
+
+    cuda = any(r.has("memory/peak_cuda_gb") for g in groups for r in g.runs)
+    rows = []
+    for group in groups:
+        n = len(group.runs)
+        rows.append(
+            [
+                group.label,
+                str(n),
+                fmt(
+                    over_seeds(group, lambda r: eval_at(r, "eval/success_rate", 0)),
+                    100.0,
+                    1,
+                    of=n,
+                    spread="sem",
+                ),
+                fmt(
+                    over_seeds(group, lambda r: final_eval_value(r, "eval/success_rate")),
+                    100.0,
+                    1,
+                    of=n,
+                    spread="sem",
+                ),
+                fmt(over_seeds(group, best), 100.0, 1, of=n, spread="sem"),
+                fmt(
+                    over_seeds(group, lambda r: run_mean(r, "time/iteration")),
+                    digits=1,
+                    of=n,
+                    spread="sem",
+                ),
+                fmt(
+                    over_seeds(group, lambda r: run_max(r, "memory/peak_rss_gb")),
+                    digits=2,
+                    of=n,
+                    spread="sem",
+                ),
+                *(
+                    [
+                        fmt(
+                            over_seeds(group, lambda r: run_max(r, "memory/peak_cuda_gb")),
+                            digits=2,
+                            of=n,
+                            spread="sem",
+                        )
+                    ]
+                    if cuda
+                    else []
+                ),
+                _budget(group, "iteration"),
+                _budget(group, "trajectories"),
+                fmt(
+                    over_seeds(group, lambda r: last_value(r, "env_steps")),
+                    digits=0,
+                    of=n,
+                    spread="sem",
+                ),
+            ]
+        )
+    section.blocks.append(
+        Table(
+            [
+                "group",
+                "seeds (n)",
+                "success at start (%)",
+                "final success (%)",
+                "best success (%)",
+                "time / iteration (s)",
+                "peak RSS (GiB)",
+                *(["peak CUDA (GiB)"] if cuda else []),
+                "iterations",
+                "trajectories",
+                "env steps",
+            ],
+            rows,
+            "Held-out evaluation success: at start is the evaluation before the first update "
+            "(iteration 0, train.eval_at_start), final is each seed's last evaluation, best is "
+            "each seed's highest evaluation (an optimistic number: the best of several noisy "
+            "evaluations on the same episodes). Then the mean over seeds ± its standard error "
+            "(sample std / sqrt n). Iterations and trajectories are per seed (one value when "
+            "every seed used the same); env steps per seed, mean ± standard error.",
+        )
+    )
+
+    types = _eval_task_types(groups)
+    if types:
+        type_rows = []
+        for task_type in types:
+            row = [task_type.replace("_", " ")]
+            for group in groups:
+                row.append(
+                    fmt(
+                        over_seeds(
+                            group,
+                            lambda r, k=f"eval/success/{task_type}": final_eval_value(r, k),
+                        ),
+                        100.0,
+                        1,
+                        of=len(group.runs),
+                        spread="sem",
+                    )
+                )
+            type_rows.append(row)
+        section.blocks.append(
+            Table(
+                ["task type", *[f"{g.label} final success (%)" for g in groups]],
+                type_rows,
+                "Each seed's last evaluation per task type, mean over seeds ± standard error.",
+            )
+        )
+    return section
+
+
+def _budget(group: RunGroup, key: str) -> str:
+    """A per-seed count (iterations, trajectories) at the run's end: one value when all agree."""
+    counts = sorted({f"{v:g}" for v in (last_value(r, key) for r in group.runs) if v is not None})
+    return ", ".join(counts) if counts else "missing"
+
+
+def _eval_task_types(groups: Sequence[RunGroup]) -> list[str]:
+    return sorted(
+        {
+            key.split("/", 2)[2]
+            for g in groups
+            for r in g.runs
+            for key in (r.last_eval() or {})
+            if key.startswith("eval/success/")
+        }
+    )
 
 
 def _seeds_text(group: RunGroup) -> str:
@@ -191,8 +335,9 @@ def _setup(groups: Sequence[RunGroup], notes: Sequence[str]) -> Section:
     section.blocks.append(
         Paragraph(
             "Runs: " + "; ".join(f"{g.label}: {_seeds_text(g)}" for g in groups) + ". "
-            "Every ± below is the sample standard deviation over seeds (ddof=1); with one seed no "
-            "std is shown. n is the number of seeds a number is averaged over."
+            "Every ± from here on is the sample standard deviation over seeds (ddof=1; the headline "
+            "table above gives the standard error of the mean instead); with one seed no spread "
+            "is shown. n is the number of seeds a number is averaged over."
         )
     )
 
@@ -448,15 +593,7 @@ def _final_eval(groups: Sequence[RunGroup]) -> Section:
 
 def _task_types(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     section = Section("task-types", "Success per task type")
-    types = sorted(
-        {
-            key.split("/", 2)[2]
-            for g in groups
-            for r in g.runs
-            for key in (r.last_eval() or {})
-            if key.startswith("eval/success/")
-        }
-    )
+    types = _eval_task_types(groups)
     if not types:
         section.blocks.append(
             Paragraph(
