@@ -147,8 +147,7 @@ def run(
     if run_dir is not None:
         overrides.append(f"train.run_dir={run_dir}")
     if logger is not None:
-        names = [n.strip() for n in logger.split(",") if n.strip()]
-        overrides.append(f"train.loggers=[{','.join(names)}]")
+        overrides.append(_loggers_override(logger))
     cfg = build_config(algo=algo, env=env, model=model, config_path=config, overrides=overrides)
     if resume and cfg.train.run_dir is None:
         raise UserError("--resume needs the run directory: pass --run-dir (or train.run_dir).")
@@ -524,6 +523,12 @@ def sft(
 # run directories. Heavy imports happen when a command runs, so `agentrl --help` stays fast.
 
 
+def _loggers_override(text: str) -> str:
+    """``--logger tensorboard,wandb`` as the ``train.loggers`` override it stands for."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    return f"train.loggers=[{','.join(names)}]"
+
+
 @app.command()
 @user_errors
 def bench(
@@ -558,6 +563,14 @@ def bench(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Output folder: OUT/<algo>/seed<k>/.")
     ] = Path("runs/bench"),
+    logger: Annotated[
+        str | None,
+        typer.Option(
+            "--logger",
+            help="Stream every run's metrics to tensorboard and/or wandb (comma-separated; "
+            "train.loggers). A resumed bench may add or drop it.",
+        ),
+    ] = None,
 ) -> None:
     """Run several algorithms like-for-like over several seeds (resumable)."""
     from agentrl.comparison import bench_command_text, parse_algos, plan_bench, run_bench
@@ -566,6 +579,8 @@ def bench(
     check_output_dir(out, "bench output folder")
     names = parse_algos(algos)
     overrides = list(set_ or [])
+    if logger is not None:
+        overrides.append(_loggers_override(logger))
     plan = plan_bench(
         names,
         out,

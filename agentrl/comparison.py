@@ -47,7 +47,8 @@ from agentrl.reporting.machine import describe_machine
 from agentrl.reporting.runs import flatten
 
 #: Settings allowed to differ between a run directory on disk and the bench that reuses it:
-#: how long to train, where the folder is, and bookkeeping that changes nothing learned.
+#: how long to train, where the folder is, and bookkeeping that changes nothing learned
+#: (the loggers are views of metrics.jsonl: a resumed run may start streaming to TensorBoard).
 REUSABLE_DIFFERENCES = frozenset(
     {
         "train.iterations",
@@ -56,6 +57,7 @@ REUSABLE_DIFFERENCES = frozenset(
         "train.samples_per_iteration",
         "train.eval_every",
         "train.eval_at_start",
+        "train.loggers",
     }
 )
 
@@ -252,6 +254,20 @@ def _normalised(tree: dict[str, Any]) -> dict[str, Any]:
     return flatten(yaml.safe_load(yaml.safe_dump(tree, sort_keys=True)) or {})
 
 
+def _defaults(algo: str) -> dict[str, Any]:
+    """Every setting's default for ``algo``, flattened like a saved config."""
+    from agentrl.config import from_dict
+
+    return _normalised(from_dict({"algo": algo}).to_dict())
+
+
+def _added_since(key: str, old: dict[str, Any], new: dict[str, Any], defaults: dict[str, Any]) -> bool:
+    """A setting the saved config lacks (agentrl gained it after that run was written), planned
+    now at its default: the run trained under the default's behaviour, so it can be reused. A
+    new setting at a non-default value is still a different setting."""
+    return key not in old and key in defaults and new.get(key) == defaults[key]
+
+
 def existing_action(planned: PlannedRun) -> str:
     """What to do with ``planned.run_dir`` as it is on disk.
 
@@ -271,8 +287,13 @@ def existing_action(planned: PlannedRun) -> str:
             f"'{saved_path}' is not readable YAML ({exc}); move that run away."
         ) from exc
     old, new = _normalised(saved), _normalised(planned.config.to_dict())
+    defaults = _defaults(planned.config.algo)
     differing = sorted(
-        k for k in set(old) | set(new) if k not in REUSABLE_DIFFERENCES and old.get(k) != new.get(k)
+        k
+        for k in set(old) | set(new)
+        if k not in REUSABLE_DIFFERENCES
+        and old.get(k) != new.get(k)
+        and not _added_since(k, old, new, defaults)
     )
     if differing:
         shown = "; ".join(f"{k}: {old.get(k)!r} there, {new.get(k)!r} now" for k in differing[:3])

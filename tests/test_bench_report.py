@@ -526,6 +526,10 @@ def test_bench_user_errors(tmp_path):
     _one_sentence_error(
         _invoke(["bench", "--algos", "sapo", "--seeds", "0", "-o", out]), "--seeds must be"
     )
+    _one_sentence_error(
+        _invoke(["bench", "--algos", "sapo", "--env", "keydoor", "--logger", "mlflow", "-o", out]),
+        "mlflow",
+    )
     assert not (tmp_path / "out").exists()  # nothing started
 
 
@@ -641,6 +645,18 @@ def test_existing_runs_are_skipped_resumed_extended_or_refused(tmp_path):
         UserError, match="holds a run made with other settings.*rollout.temperature"
     ):
         plan(extra=("rollout.temperature=0.5",))
+    # Loggers are views of metrics.jsonl: a resumed bench may start streaming to TensorBoard.
+    assert plan(extra=("train.loggers=[tensorboard]",)).runs[0].action == "skip"
+
+    # A run written by an older agentrl that lacked a setting: reused while the bench plans that
+    # setting at its default (1.0 for top_p: the behaviour the old run trained under), refused
+    # when the bench asks for another value.
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text())
+    assert saved["rollout"].pop("top_p") == 1.0
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(saved))
+    assert plan().runs[0].action == "skip"
+    with pytest.raises(UserError, match="other settings.*rollout.top_p: None there, 0.9 now"):
+        plan(extra=("rollout.top_p=0.9",))
 
 
 # --- the real thing: bench with the tiny model, then report --------------------------------------
@@ -719,9 +735,10 @@ def test_bench_then_report_end_to_end(tmp_path, one_torch_thread):
     )
     assert [r["state"] for r in session["runs"]] == ["done"] * 4 and session["finished"]
 
-    # Resumable: the same command again trains nothing.
+    # Resumable: the same command again trains nothing, also when it now asks for TensorBoard
+    # (loggers are views of metrics.jsonl, not a setting that makes runs different).
     stamps = {k: (v / "metrics.jsonl").stat().st_mtime_ns for k, v in runs.items()}
-    again = _invoke(args)
+    again = _invoke([*args, "--logger", "tensorboard"])
     assert again.exit_code == 0, again.output
     assert "4 runs (0 to do, 4 already finished)" in " ".join(again.output.split())
     assert stamps == {k: (v / "metrics.jsonl").stat().st_mtime_ns for k, v in runs.items()}

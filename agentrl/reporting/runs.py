@@ -34,6 +34,7 @@ BOOKKEEPING_KEYS = frozenset(
         "train.save_every",
         "train.samples_per_iteration",
         "train.eval_every",
+        "train.loggers",  # views of metrics.jsonl
     }
 )
 
