@@ -20,7 +20,9 @@ Runs go to ``OUT/<algo>/seed<k>/`` and run one after another in this process, se
 (seed k of every algorithm before seed k+1). A finished run
 (``summary.json``) is skipped; one with a checkpoint is resumed; asking for more iterations than
 a finished run has extends it from its last checkpoint. A run directory made with other settings
-is an error (pick another OUT) so that a resumed benchmark can never mix settings.
+is an error (pick another OUT) so that a resumed benchmark can never mix settings; bookkeeping
+(:data:`REUSABLE_DIFFERENCES`) may differ, and so may a setting agentrl gained after the run was
+written, while it is planned at its default (the behaviour that run trained under).
 ``OUT/bench.json`` records each invocation: the command, the machine, dates and what was done
 to each run; ``agentrl report`` prints it.
 """
