@@ -317,20 +317,22 @@ def test_headline_table_is_start_final_best_with_standard_errors(tmp_path):
         start_record["eval/success_rate"] = start
         records.insert(0, start_record)
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (runs / "grpo" / "seed1" / "summary.json").unlink()  # one GRPO run not finished yet
     md = build_report([runs], tmp_path / "report").markdown.read_text()
 
+    assert _row(md, "grpo", "## Headline")[2] == "1 / 2"
     row = _row(md, "sapo", "## Headline")
-    assert row[1] == "2"
-    assert row[2] == "25.0 ± 0.0"  # both seeds started at 25 %
-    assert row[3] == "62.5 ± 12.5"  # finals 50 and 75: std 17.68, / sqrt 2
-    assert row[4] == "87.5 ± 12.5"  # best of each seed: 75 (iteration 1) and 100 (iteration 1)
-    assert row[5] == "5.0 ± 1.0"  # time/iteration 4 and 6 s
-    assert row[6] == "1.25 ± 0.05"  # peak RSS 1.2 and 1.3 GiB
-    assert row[7] == "2.50 ± 0.10"  # peak CUDA, twice those
-    assert row[8:] == ["3", "24", "125 ± 5"]  # env steps 120 and 130
+    assert row[1:3] == ["2", "2 / 2"]  # seeds, finished
+    assert row[3] == "25.0 ± 0.0"  # both seeds started at 25 %
+    assert row[4] == "62.5 ± 12.5"  # finals 50 and 75: std 17.68, / sqrt 2
+    assert row[5] == "87.5 ± 12.5"  # best of each seed: 75 (iteration 1) and 100 (iteration 1)
+    assert row[6] == "5.0 ± 1.0"  # time/iteration 4 and 6 s
+    assert row[7] == "1.25 ± 0.05"  # peak RSS 1.2 and 1.3 GiB
+    assert row[8] == "2.50 ± 0.10"  # peak CUDA, twice those
+    assert row[9:] == ["3", "24", "125 ± 5"]  # env steps 120 and 130
     ppo = _row(md, "ppo", "## Headline")
-    assert ppo[2] == "missing"  # no evaluation before training
-    assert ppo[3] == ppo[4] == "25.0 ± 0.0"  # one evaluation: final and best are the same
+    assert ppo[3] == "missing"  # no evaluation before training
+    assert ppo[4] == ppo[5] == "25.0 ± 0.0"  # one evaluation: final and best are the same
     # Per task type (final eval): SAPO's pick and place 100 and 50 -> 75 ± 25.
     assert _row(md, "pick and place", "## Headline")[1:] == [
         "75.0 ± 25.0",

@@ -193,6 +193,7 @@ def _headline(groups: Sequence[RunGroup]) -> Section:
             [
                 group.label,
                 str(n),
+                f"{sum(r.finished for r in group.runs)} / {n}",
                 fmt(
                     over_seeds(group, lambda r: eval_at(r, "eval/success_rate", 0)),
                     100.0,
@@ -247,6 +248,7 @@ def _headline(groups: Sequence[RunGroup]) -> Section:
             [
                 "group",
                 "seeds (n)",
+                "finished",
                 "success at start (%)",
                 "final success (%)",
                 "best success (%)",
@@ -259,7 +261,8 @@ def _headline(groups: Sequence[RunGroup]) -> Section:
             ],
             rows,
             "Held-out evaluation success: at start is the evaluation before the first update "
-            "(iteration 0, train.eval_at_start), final is each seed's last evaluation, best is "
+            "(iteration 0, train.eval_at_start), final is each seed's last evaluation (its "
+            "latest so far while a run is unfinished: see the finished column), best is "
             "each seed's highest evaluation (an optimistic number: the best of several noisy "
             "evaluations on the same episodes). Then the mean over seeds ± its standard error "
             "(sample std / sqrt n). Iterations and trajectories are per seed (one value when "
