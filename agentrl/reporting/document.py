@@ -182,8 +182,11 @@ def _headline(groups: Sequence[RunGroup]) -> Section:
     what it cost per iteration, and the budget it used; ± is the standard error over seeds."""
     section = Section("headline", "Headline: success, cost and budget (mean ± standard error)")
 
-    def best(run: Run) -> float | None:
-        return run_max(run, "eval/success_rate")
+    def cell(group: RunGroup, per_run, scale: float = 1.0, digits: int = 3) -> str:
+        return fmt(over_seeds(group, per_run), scale, digits, of=len(group.runs), spread="sem")
+
+    def percent(group: RunGroup, per_run) -> str:
+        return cell(group, per_run, 100.0, 1)
 
     cuda = any(r.has("memory/peak_cuda_gb") for g in groups for r in g.runs)
     rows = []
@@ -194,53 +197,19 @@ def _headline(groups: Sequence[RunGroup]) -> Section:
                 group.label,
                 str(n),
                 f"{sum(r.finished for r in group.runs)} / {n}",
-                fmt(
-                    over_seeds(group, lambda r: eval_at(r, "eval/success_rate", 0)),
-                    100.0,
-                    1,
-                    of=n,
-                    spread="sem",
-                ),
-                fmt(
-                    over_seeds(group, lambda r: final_eval_value(r, "eval/success_rate")),
-                    100.0,
-                    1,
-                    of=n,
-                    spread="sem",
-                ),
-                fmt(over_seeds(group, best), 100.0, 1, of=n, spread="sem"),
-                fmt(
-                    over_seeds(group, lambda r: run_mean(r, "time/iteration")),
-                    digits=1,
-                    of=n,
-                    spread="sem",
-                ),
-                fmt(
-                    over_seeds(group, lambda r: run_max(r, "memory/peak_rss_gb")),
-                    digits=2,
-                    of=n,
-                    spread="sem",
-                ),
+                percent(group, lambda r: eval_at(r, "eval/success_rate", 0)),
+                percent(group, lambda r: final_eval_value(r, "eval/success_rate")),
+                percent(group, lambda r: run_max(r, "eval/success_rate")),
+                cell(group, lambda r: run_mean(r, "time/iteration"), digits=1),
+                cell(group, lambda r: run_max(r, "memory/peak_rss_gb"), digits=2),
                 *(
-                    [
-                        fmt(
-                            over_seeds(group, lambda r: run_max(r, "memory/peak_cuda_gb")),
-                            digits=2,
-                            of=n,
-                            spread="sem",
-                        )
-                    ]
+                    [cell(group, lambda r: run_max(r, "memory/peak_cuda_gb"), digits=2)]
                     if cuda
                     else []
                 ),
                 _budget(group, "iteration"),
                 _budget(group, "trajectories"),
-                fmt(
-                    over_seeds(group, lambda r: last_value(r, "env_steps")),
-                    digits=0,
-                    of=n,
-                    spread="sem",
-                ),
+                cell(group, lambda r: last_value(r, "env_steps"), digits=0),
             ]
         )
     section.blocks.append(
@@ -275,19 +244,9 @@ def _headline(groups: Sequence[RunGroup]) -> Section:
         type_rows = []
         for task_type in types:
             row = [task_type.replace("_", " ")]
+            key = f"eval/success/{task_type}"
             for group in groups:
-                row.append(
-                    fmt(
-                        over_seeds(
-                            group,
-                            lambda r, k=f"eval/success/{task_type}": final_eval_value(r, k),
-                        ),
-                        100.0,
-                        1,
-                        of=len(group.runs),
-                        spread="sem",
-                    )
-                )
+                row.append(percent(group, lambda r, k=key: final_eval_value(r, k)))
             type_rows.append(row)
         section.blocks.append(
             Table(
@@ -768,7 +727,7 @@ def _collapse(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
         return section
     rows = []
     for group in grpo:
-        over_training = over_seeds(group, lambda r: _mean_of(r, "grpo/collapse_share"))
+        over_training = over_seeds(group, lambda r: run_mean(r, "grpo/collapse_share"))
         last = over_seeds(group, lambda r: _last_of(r, "grpo/collapse_share"))
         rows.append(
             [
@@ -792,11 +751,6 @@ def _collapse(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     if path is not None:
         section.blocks.append(Image(path, "GRPO collapse share over training"))
     return section
-
-
-def _mean_of(run: Run, key: str) -> float | None:
-    values = [v for _, v in run.values(key)]
-    return sum(values) / len(values) if values else None
 
 
 def _last_of(run: Run, key: str) -> float | None:
