@@ -402,9 +402,18 @@ class Manifest:
         self.data.setdefault("sessions", []).append(self.session)
 
     def update(self, index: int, state: str, warning: str = "") -> None:
-        self.session["runs"][index]["state"] = state
+        """Record a run's state; its own start and end times too, since a comparison run in
+        pieces is usually killed, never finished, so the session's end says nothing about
+        when a run inside it finished."""
+        entry = self.session["runs"][index]
+        entry["state"] = state
+        now = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        if state == "running":
+            entry["started"] = now
+        elif state in ("done", "failed"):
+            entry["finished"] = now
         if warning:
-            self.session["runs"][index]["warning"] = warning
+            entry["warning"] = warning
         self.write()
 
     def finish(self) -> None:

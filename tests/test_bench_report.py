@@ -444,6 +444,75 @@ def test_a_run_is_reported_with_the_session_that_trained_it_not_one_that_skipped
     assert load_run(sapo).bench.started == "2026-12-02 09:00"
 
 
+def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path):
+    """The comparison's own history: session 1 (Intel, killed, never 'finished') trained sapo to
+    the end, was killed inside ppo and never reached grpo; session 2 (AMD, killed too) skipped
+    sapo, resumed ppo to the end and was killed inside grpo. Only session 2 wrote run times."""
+    from agentrl.reporting.document import _run_dates
+    from agentrl.reporting.report import build_report
+    from agentrl.reporting.runs import load_run
+
+    runs = write_synthetic_runs(tmp_path / "bench")
+    sapo, ppo, grpo = (runs / algo / "seed0" for algo in ("sapo", "ppo", "grpo"))
+    (grpo / "summary.json").unlink()
+
+    def entry(run_dir, action, state, **times):
+        return {"algo": run_dir.parent.name, "seed": 0, "run_dir": str(run_dir),
+                "action": action, "state": state, **times}
+
+    manifest = {"sessions": [
+        {"command": "bench", "started": "2026-12-01 20:56", "finished": None,
+         "machine": {"cpu": "Intel Xeon"},
+         "runs": [entry(sapo, "fresh", "done"), entry(ppo, "fresh", "running"),
+                  entry(grpo, "fresh", "queued")]},
+        {"command": "bench", "started": "2026-12-02 00:00", "finished": None,
+         "machine": {"cpu": "AMD EPYC"},
+         "runs": [entry(sapo, "skip", "skipped"),
+                  entry(ppo, "resume", "done", started="2026-12-02 00:01",
+                        finished="2026-12-02 01:10"),
+                  entry(grpo, "fresh", "running", started="2026-12-02 01:11")]},
+    ]}
+    (runs / "bench.json").write_text(json.dumps(manifest))
+
+    s, p, g = load_run(sapo), load_run(ppo), load_run(grpo)
+    assert [x.machine["cpu"] for x in s.sessions] == ["Intel Xeon"]
+    assert [x.machine["cpu"] for x in p.sessions] == ["Intel Xeon", "AMD EPYC"]
+    assert [x.machine["cpu"] for x in g.sessions] == ["AMD EPYC"]  # session 1 never reached it
+    assert (p.bench.action, g.bench.action) == ("resume", "fresh")
+    # finished in a session that was killed later: not "unfinished", and no invented end time
+    assert _run_dates(s) == "2026-12-01 20:56 to finished, end time not recorded"
+    # started in session 1 (its start), finished at the time session 2 recorded
+    assert _run_dates(p) == "2026-12-01 20:56 to 2026-12-02 01:10 (in 2 bench sessions)"
+    assert _run_dates(g) == "2026-12-02 01:11 to unfinished"
+
+    md = build_report([runs], tmp_path / "report").markdown.read_text()
+    intel = next(line for line in md.splitlines() if line.startswith("Machine (sapo seed 0"))
+    amd = next(line for line in md.splitlines() if "AMD EPYC" in line)
+    assert "ppo seed 0" in intel and "ppo seed 0" in amd and "grpo seed 0" in amd
+    assert "grpo seed 0" not in intel
+    assert "ppo seed 0 trained on more than one machine" in md
+
+
+def test_bench_manifest_records_each_runs_own_start_and_end(tmp_path):
+    from types import SimpleNamespace
+
+    from agentrl.comparison import Manifest
+
+    planned = [SimpleNamespace(algo=a, seed=0, run_dir=tmp_path / a / "seed0", action="fresh")
+               for a in ("sapo", "ppo")]
+    manifest = Manifest(SimpleNamespace(out=tmp_path, trajectories=8, command="bench", runs=planned))
+    manifest.update(0, "running")
+    manifest.update(0, "done")
+    manifest.update(1, "running")  # then the session is killed
+    saved = json.loads((tmp_path / "bench.json").read_text())["sessions"][0]
+    first, second = saved["runs"]
+    stamp = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+    assert re.match(stamp, first["started"]) and re.match(stamp, first["finished"])
+    assert first["started"] <= first["finished"] and first["state"] == "done"
+    assert re.match(stamp, second["started"]) and "finished" not in second
+    assert saved["finished"] is None
+
+
 def test_groups_split_by_setting_and_label_the_difference(tmp_path):
     from agentrl.reporting.runs import discover_runs, group_runs
 

@@ -1,7 +1,8 @@
-"""Fair comparisons and the reports that show them: ``agentrl bench`` and ``agentrl report``.
+"""The reports of fair comparisons: what ``agentrl report`` reads from ``agentrl bench`` outputs.
 
-``bench`` (:mod:`.bench`) runs several algorithms like-for-like (same env splits, task seeds,
-trajectories per iteration, sampling, model) into ``OUT/<algo>/seed<k>/``; ``report``
+``bench`` (:mod:`agentrl.comparison`, beside the trainer: this package never trains) runs several
+algorithms like-for-like (same env splits, task seeds, trajectories per iteration, sampling,
+model) into ``OUT/<algo>/seed<k>/``; ``report``
 (:mod:`.runs` -> :mod:`.document` -> :mod:`.html` / :mod:`.markdown`) turns any set of run
 directories into a self-contained HTML page and a Markdown twin with the figures of
 :mod:`.figures`. Importing this package is cheap: torch and matplotlib load only when used.

@@ -282,9 +282,23 @@ def _seeds_text(group: RunGroup) -> str:
 
 
 def _run_dates(run: Run) -> str:
-    if run.bench is not None and run.bench.started:
-        end = run.bench.finished or "unfinished"
-        return f"{run.bench.started} to {end}"
+    """When a run trained: its first training session's start to the time it finished.
+
+    A comparison is run in pieces and its sessions are stopped rather than finished, so a
+    session's end is not the run's: the run's own times are used where bench recorded them,
+    and a finished run whose end was not recorded says so instead of reading "unfinished"."""
+    sessions = [s for s in run.sessions if s.started]
+    if sessions:
+        first, last = sessions[0], sessions[-1]
+        start = first.run_started or first.started
+        if last.run_finished and last.run_state == "done":
+            end = last.run_finished
+        elif run.finished:
+            end = f"by {last.finished}" if last.finished else "finished, end time not recorded"
+        else:
+            end = "unfinished"
+        pieces = f" (in {len(sessions)} bench sessions)" if len(sessions) > 1 else ""
+        return f"{start} to {end}{pieces}"
     stamp = time.strftime(
         "%Y-%m-%d %H:%M", time.localtime((run.path / "metrics.jsonl").stat().st_mtime)
     )
@@ -305,13 +319,26 @@ def _setup(groups: Sequence[RunGroup], notes: Sequence[str]) -> Section:
 
     machines: dict[str, list[str]] = {}
     unrecorded = []
+    mixed = []
     for run in runs:
-        if run.bench is not None and run.bench.machine:
-            machines.setdefault(machine_line(run.bench.machine), []).append(_run_name(run))
-        else:
+        lines = list(
+            dict.fromkeys(machine_line(s.machine) for s in run.sessions if s.machine)
+        )
+        for line in lines:
+            machines.setdefault(line, []).append(_run_name(run))
+        if len(lines) > 1:
+            mixed.append(_run_name(run))
+        if not lines:
             unrecorded.append(_run_name(run))
     for line, names in machines.items():
         section.blocks.append(Paragraph(f"Machine ({', '.join(names)}): {line}."))
+    if mixed:
+        section.blocks.append(
+            Note(
+                f"{', '.join(mixed)} trained on more than one machine (resumed in another "
+                "session): its time and memory mix those machines."
+            )
+        )
     if unrecorded:
         section.blocks.append(
             Note(

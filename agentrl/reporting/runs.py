@@ -74,6 +74,9 @@ class BenchSession:
     finished: str | None
     machine: dict[str, str]
     action: str  # fresh, resumed, extended, restarted, skipped
+    run_state: str = ""  # this run's state when the session last wrote: running, done, failed...
+    run_started: str | None = None  # this run's own times in the session (recorded since
+    run_finished: str | None = None  # 2026-12-02; older manifests have only the session's)
 
 
 @dataclass
@@ -82,9 +85,12 @@ class Run:
     config: dict[str, Any]
     records: list[dict[str, Any]]
     summary: dict[str, Any] | None = None
-    bench: BenchSession | None = None
+    bench: BenchSession | None = None  # the latest session that trained it
     skipped_lines: int = 0
     fingerprints: dict[str, Any] | None = None  # fingerprint.json: what train and eval played
+    #: every bench session that trained it, oldest first (a comparison runs in pieces, and one
+    #: run's iterations may come from several sessions and machines)
+    sessions: list[BenchSession] = field(default_factory=list)
 
     @property
     def algo(self) -> str:
@@ -224,16 +230,18 @@ def load_run(path: Path) -> Run:
         except json.JSONDecodeError:
             summary = None
     records = [by_iteration[i] for i in sorted(by_iteration)]
-    return Run(path, config, records, summary, _bench_session(path), skipped,
-               read_fingerprints(path))
+    sessions = _bench_sessions(path)
+    return Run(path, config, records, summary, sessions[-1] if sessions else None, skipped,
+               read_fingerprints(path), sessions)
 
 
-def _bench_session(path: Path) -> BenchSession | None:
-    """The latest ``bench.json`` session that trained this run (bench puts it two levels up).
+def _bench_sessions(path: Path) -> list[BenchSession]:
+    """The ``bench.json`` sessions that trained this run, oldest first (bench puts the manifest
+    two levels up).
 
     A session that only skipped a finished run did not run it: its machine and dates would be
     the wrong ones to report (a comparison run in pieces across sessions and machines), so
-    skips count only when nothing else touched the run."""
+    skips count only when nothing else touched the run (then the latest one stands)."""
     resolved = path.resolve()
     for folder in (resolved.parent.parent, resolved.parent):
         manifest = folder / "bench.json"
@@ -242,7 +250,7 @@ def _bench_session(path: Path) -> BenchSession | None:
         try:
             data = json.loads(manifest.read_text())
         except json.JSONDecodeError:
-            return None
+            return []
         touched = [
             BenchSession(
                 session.get("command", ""),
@@ -250,14 +258,18 @@ def _bench_session(path: Path) -> BenchSession | None:
                 session.get("finished"),
                 session.get("machine", {}),
                 run.get("action", ""),
+                run.get("state", ""),
+                run.get("started"),
+                run.get("finished"),
             )
             for session in data.get("sessions", [])
             for run in session.get("runs", [])
             if Path(run.get("run_dir", "")).resolve() == resolved
         ]
-        trained = [s for s in touched if s.action != "skip"]
-        return (trained or touched or [None])[-1]
-    return None
+        # planned but never reached (the session was stopped first): it did not train the run
+        trained = [s for s in touched if s.action != "skip" and s.run_state != "queued"]
+        return trained or touched[-1:]
+    return []
 
 
 def discover_runs(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
