@@ -493,6 +493,51 @@ def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path
     assert "ppo seed 0 trained on more than one machine" in md
 
 
+def test_the_starting_model_is_described_from_its_sft_record_and_sft_settings_are_not_shown(
+    tmp_path, monkeypatch
+):
+    from agentrl.reporting import starting_model
+    from agentrl.reporting.report import build_report
+    from agentrl.reporting.runs import discover_runs, group_runs
+
+    warm = tmp_path / "runs" / "warm" / "sft"
+    warm.mkdir(parents=True)
+    (warm / "model.safetensors").write_bytes(b"abc")
+    (warm / "sft_metrics.json").write_text(json.dumps({
+        "demos": ["runs/warm/demos.jsonl"], "examples": 381, "sequences": 64, "steps": 61,
+        "first_loss": 0.8917, "final_loss": 0.1236, "seconds": 2079.1, "base_model": "embedded",
+        "sft": {"epochs": 3, "lr": 5e-05, "batch_turns": 16, "seed": 0}}))
+    monkeypatch.chdir(tmp_path)
+    text, found = starting_model.describe("runs/warm/sft")
+    # sha256("abc"), the FIPS 180-2 example
+    assert found and text == (
+        "Starting model runs/warm/sft: `agentrl sft` of embedded on 381 turns of 64 demonstration "
+        "episodes (runs/warm/demos.jsonl), 3 epochs = 61 steps of 16 turns at lr 5e-05, seed 0; "
+        "loss 0.892 -> 0.124, 34.7 min. Weights sha256 "
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad.")
+    text, found = starting_model.describe("runs/gone/sft")
+    assert not found and "is not on the machine that built this report" in text
+    assert starting_model.describe("Qwen/Qwen2.5-7B") is None  # a hub id
+    assert starting_model.describe("embedded") is None
+
+    runs = write_synthetic_runs(tmp_path / "bench")
+    # seed 1 of sapo carries other sft.* defaults (an older agentrl): RL never reads them
+    config_path = runs / "sapo" / "seed1" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["sft"]["epochs"] = 7
+    config["model"]["name"] = "runs/warm/sft"
+    config_path.write_text(yaml.safe_dump(config))
+    config_path = runs / "sapo" / "seed0" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["model"]["name"] = "runs/warm/sft"
+    config_path.write_text(yaml.safe_dump(config))
+    found_runs, _ = discover_runs([runs])
+    sapo = [g for g in group_runs(found_runs) if g.algo == "sapo"]
+    assert len(sapo) == 1 and len(sapo[0].runs) == 2
+    md = build_report([runs], tmp_path / "report").markdown.read_text()
+    assert "| sft." not in md and "Starting model runs/warm/sft: `agentrl sft` of embedded" in md
+
+
 def test_bench_manifest_records_each_runs_own_start_and_end(tmp_path):
     from types import SimpleNamespace
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrl.reporting import figures
+from agentrl.reporting import figures, starting_model
 from agentrl.reporting.aggregate import (
     OTHER_PHASE,
     PHASES,
@@ -387,6 +387,12 @@ def _setup(groups: Sequence[RunGroup], notes: Sequence[str]) -> Section:
             "Wall-clock counts training iterations only (evaluation time is excluded).",
         )
     )
+
+    for model in sorted({str((r.config.get("model") or {}).get("name", "")) for r in runs}):
+        described = starting_model.describe(model) if model else None
+        if described is not None:
+            text, found = described
+            section.blocks.append(Paragraph(text) if found else Note(text))
 
     per_group = {g.label: {_trajectories_per_iteration(r) for r in g.runs} for g in groups}
     counts = set().union(*per_group.values())

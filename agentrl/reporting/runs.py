@@ -25,6 +25,10 @@ import yaml
 from agentrl.errors import UserError
 from agentrl.fingerprint import read as read_fingerprints
 
+#: Config sections an RL run carries but never reads (``agentrl sft`` does): shown nowhere in
+#: a report of RL runs, where their defaults would read as how the warm start was made.
+UNUSED_SECTIONS = ("sft.",)
+
 #: Settings that do not change what a run learns or measures; they never split groups.
 BOOKKEEPING_KEYS = frozenset(
     {
@@ -117,6 +121,16 @@ class Run:
     @property
     def flat_config(self) -> dict[str, Any]:
         return flatten(self.config)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings that make runs comparable: the flat config less bookkeeping and the
+        sections an RL run never reads."""
+        return {
+            k: v
+            for k, v in self.flat_config.items()
+            if k not in BOOKKEEPING_KEYS and not k.startswith(UNUSED_SECTIONS)
+        }
 
     def values(self, key: str) -> list[tuple[dict[str, Any], float]]:
         """``(record, value)`` for every record where ``key`` is a finite number."""
@@ -327,8 +341,7 @@ def group_runs(runs: Iterable[Run]) -> list[RunGroup]:
     """
     by_key: dict[str, list[Run]] = {}
     for run in runs:
-        settings = {k: v for k, v in run.flat_config.items() if k not in BOOKKEEPING_KEYS}
-        key = json.dumps(settings, sort_keys=True, default=str)
+        key = json.dumps(run.settings, sort_keys=True, default=str)
         by_key.setdefault(key, []).append(run)
     groups = []
     per_algo: dict[str, list[list[Run]]] = {}
@@ -358,7 +371,7 @@ def _short(key: str) -> str:
 
 
 def _varying_keys(runs: Sequence[Run]) -> list[str]:
-    flats = [{k: v for k, v in r.flat_config.items() if k not in BOOKKEEPING_KEYS} for r in runs]
+    flats = [r.settings for r in runs]
     keys = sorted(set().union(*flats)) if flats else []
     return [
         k
@@ -370,7 +383,7 @@ def _varying_keys(runs: Sequence[Run]) -> list[str]:
 def settings_table(groups: Sequence[RunGroup]) -> tuple[dict[str, str], dict[str, list[str]]]:
     """(settings shared by every group, {setting: value per group} for those that differ)."""
     firsts = [g.runs[0] for g in groups]
-    flats = [{k: v for k, v in r.flat_config.items() if k not in BOOKKEEPING_KEYS} for r in firsts]
+    flats = [r.settings for r in firsts]
     varying = set(_varying_keys(firsts))
     shared = {k: show_value(v) for k, v in sorted(flats[0].items()) if k not in varying}
     differing = {k: [show_value(f[k]) if k in f else "-" for f in flats] for k in sorted(varying)}
