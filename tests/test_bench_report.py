@@ -342,6 +342,21 @@ def test_headline_table_is_start_final_best_with_standard_errors(tmp_path):
     # The sections after the headline keep the std: the same finals read 62.5 ± 17.7 there.
     assert _row(md, "sapo", "## Final evaluation")[2] == "62.5 ± 17.7"
 
+    # The held-out curve under the table: SAPO's evals by iteration, mean ± standard error.
+    from agentrl.reporting.aggregate import eval_curve
+    from agentrl.reporting.runs import discover_runs, group_runs
+
+    assert "![held-out success by training iteration](figures/held_out_success.png)" in md
+    sapo = next(g for g in group_runs(discover_runs([runs])[0]) if g.algo == "sapo")
+    curve = {it: (round(m.mean, 4), round(m.sem, 4)) for it, m in eval_curve(sapo).items()}
+    assert curve == {0: (0.25, 0.0), 1: (0.875, 0.125), 3: (0.625, 0.125)}
+    # seed 1 stopped before its iteration-3 eval: the mean stops where every seed has one
+    records = _metrics(runs / "sapo" / "seed1")[:-1]
+    (runs / "sapo" / "seed1" / "metrics.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    sapo = next(g for g in group_runs(discover_runs([runs])[0]) if g.algo == "sapo")
+    assert sorted(eval_curve(sapo)) == [0, 1]
+
 
 def test_report_sections_figures_and_twin(synthetic_report):
     from agentrl.reporting.document import SECTION_IDS
@@ -356,7 +371,7 @@ def test_report_sections_figures_and_twin(synthetic_report):
     assert names == sorted(
         [
             "learning_curves.png",
-            "task_types.png",
+            "task_types.png",  # no held_out_success.png: one evaluation per run
             "time_per_iteration.png",
             "peak_memory.png",
             "grpo_collapse.png",

@@ -154,6 +154,34 @@ def eval_at(run: Run, key: str, iteration: int) -> float | None:
     return None
 
 
+def evals_by_iteration(run: Run, key: str = "eval/success_rate") -> dict[int, float]:
+    """``{iteration: key}`` over the run's evaluation records (0: before the first update)."""
+    return {
+        int(record["iteration"]): value
+        for record, value in run.values(key)
+        if "eval/success_rate" in record and isinstance(record.get("iteration"), int)
+    }
+
+
+def eval_curve(group: RunGroup, key: str = "eval/success_rate") -> dict[int, MeanStd]:
+    """Mean ± std over seeds of ``key`` at each iteration where every seed evaluated.
+
+    Evaluations run at the same iterations in every seed (``train.eval_every``), so this needs
+    no interpolation; iterations an unfinished seed has not reached are left out rather than
+    averaged over fewer seeds."""
+    per_run = [evals_by_iteration(run, key) for run in group.runs]
+    per_run = [evals for evals in per_run if evals]
+    if not per_run:
+        return {}
+    common = set.intersection(*(set(evals) for evals in per_run))
+    curve = {}
+    for it in sorted(common):
+        summary = mean_std([evals[it] for evals in per_run])
+        if summary is not None:
+            curve[it] = summary
+    return curve
+
+
 def last_value(run: Run, key: str) -> float | None:
     """``key`` in the latest record that has it (a cumulative count: env steps, trajectories)."""
     values = run.values(key)

@@ -24,6 +24,7 @@ from agentrl.reporting.aggregate import (
     MeanStd,
     PhaseCost,
     eval_at,
+    evals_by_iteration,
     final_eval_value,
     last_value,
     over_seeds,
@@ -164,7 +165,7 @@ def build_document(
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}"
     )
     sections = [
-        _headline(groups),
+        _headline(groups, figure_dir),
         _setup(groups, notes),
         _learning_curves(groups, figure_dir),
         _final_eval(groups),
@@ -177,7 +178,7 @@ def build_document(
     return Document(title, subtitle, sections, [g.label for g in groups])
 
 
-def _headline(groups: Sequence[RunGroup]) -> Section:
+def _headline(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     """The table a comparison is read by: held-out success before, at the end and at its best,
     what it cost per iteration, and the budget it used; ± is the standard error over seeds."""
     section = Section("headline", "Headline: success, cost and budget (mean ± standard error)")
@@ -253,6 +254,18 @@ def _headline(groups: Sequence[RunGroup]) -> Section:
                 ["task type", *[f"{g.label} final success (%)" for g in groups]],
                 type_rows,
                 "Each seed's last evaluation per task type, mean over seeds ± standard error.",
+            )
+        )
+    multi_eval = any(len(evals_by_iteration(run)) > 1 for g in groups for run in g.runs)
+    path = figures.held_out_success(groups, figure_dir / "held_out_success.png") if multi_eval else None
+    if path is not None:
+        section.blocks.append(
+            Image(
+                path,
+                "held-out success by training iteration",
+                "Held-out success at each evaluation (the same episodes every time): each seed "
+                "as a thin line, the mean over seeds with ± standard-error bars at the "
+                "iterations every seed of the group reached.",
             )
         )
     return section

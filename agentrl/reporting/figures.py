@@ -23,6 +23,8 @@ from agentrl.reporting.aggregate import (
     Band,
     MeanStd,
     PhaseCost,
+    eval_curve,
+    evals_by_iteration,
     group_band,
 )
 from agentrl.reporting.runs import RunGroup
@@ -245,6 +247,47 @@ def _ratio_axis(
     ax.set_ylabel(f"{what} / PPO's")
     ax.set_title(f"{what} as a ratio to {groups[ppo].label}", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
+
+
+def held_out_success(groups: Sequence[RunGroup], path: Path) -> Path | None:
+    """Held-out success by training iteration: each seed thin, the mean over seeds bold with
+    ± standard-error bars (the same trajectories per iteration for every group in a bench, so
+    the x axis is also the trajectory budget)."""
+    fig = Figure(figsize=(8, 4.4))
+    ax = fig.subplots()
+    drawn = False
+    for group, color in zip(groups, group_colors(groups), strict=True):
+        for run in group.runs:
+            evals = evals_by_iteration(run)
+            if evals:
+                xs = sorted(evals)
+                ax.plot(xs, [100 * evals[x] for x in xs], color=color, alpha=0.3, linewidth=1)
+        curve = eval_curve(group)
+        if not curve:
+            continue
+        xs = sorted(curve)
+        errors = [100 * (curve[x].sem or 0.0) for x in xs]
+        ax.errorbar(
+            xs,
+            [100 * curve[x].mean for x in xs],
+            yerr=errors,
+            color=color,
+            linewidth=2,
+            marker="o",
+            capsize=3,
+            label=f"{group.label} (n={len(group.runs)})",
+        )
+        drawn = True
+    if not drawn:
+        return None
+    ax.set_xlabel("training iteration")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 5, 10]))
+    ax.set_ylabel("held-out success (%)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("held-out success: mean ± standard error over seeds (thin: each seed)")
+    fig.tight_layout()
+    return _save(fig, path)
 
 
 def iteration_curves(
