@@ -299,6 +299,49 @@ def test_report_numbers_match_the_metrics_files(synthetic_report):
     assert "No value function, nothing to show: grpo." in md
 
 
+def test_paired_bootstrap_interval_by_hand():
+    import numpy as np
+
+    from agentrl.reporting.paired import bootstrap_interval
+
+    # One seed each; the first wins game 0 of 4, the second nothing: every draw is the share of
+    # game 0 among 4 games drawn with replacement, Binomial(4, 1/4) / 4. P(0) = 0.316 > 2.5 %,
+    # P(<= 2) = 0.949 < 97.5 % <= P(<= 3) = 0.996: the interval is [0, 0.75].
+    assert bootstrap_interval(np.array([[1.0, 0, 0, 0]]), np.zeros((1, 4))) == (0.0, 0.75)
+    # Won everything vs nothing, whatever is drawn: [1, 1].
+    assert bootstrap_interval(np.ones((3, 5)), np.zeros((2, 5))) == (1.0, 1.0)
+
+
+def test_paired_differences_read_the_same_games_of_every_seed(tmp_path):
+    from agentrl.reporting.paired import paired_differences
+    from agentrl.reporting.report import build_report
+    from agentrl.reporting.runs import discover_runs, group_runs
+
+    runs = write_synthetic_runs(tmp_path / "runs")
+    wins = {("sapo", 0): [1, 1, 0, 0], ("sapo", 1): [1, 0, 0, 0],
+            ("ppo", 0): [1, 0, 0, 0], ("ppo", 1): [0, 0, 0, 0]}
+    for (algo, seed), row in wins.items():
+        episodes = [dict(_episode(bool(w), algo, seed), task_seed=game) for game, w in enumerate(row)]
+        if (algo, seed) == ("sapo", 0):  # a game only this run played: not paired
+            episodes.append(dict(_episode(True, algo, seed), task_seed=7))
+        (runs / algo / f"seed{seed}" / "eval" / "iter_00003.jsonl").write_text(
+            "".join(json.dumps(e) + "\n" for e in episodes))
+    for seed in (0, 1):
+        (runs / "grpo" / f"seed{seed}" / "eval" / "iter_00003.jsonl").unlink()
+
+    groups = group_runs(discover_runs([runs])[0])
+    (pair,) = paired_differences(groups)  # grpo has no episodes: no pair with it
+    # win rates per game: sapo 1, .5, 0, 0; ppo .5, 0, 0, 0 -> differences .5, .5, 0, 0
+    assert (pair.first, pair.second, pair.games, pair.seeds) == ("sapo", "ppo", 4, (2, 2))
+    assert pair.difference == 0.25 and (pair.better, pair.worse) == (2, 0)
+    # seeds and games both vary here, so the interval is a real one around the difference
+    assert -1.0 <= pair.low < 0.25 < pair.high <= 1.0
+    md = build_report([runs], tmp_path / "report").markdown.read_text()
+    row = _row(md, "sapo - ppo", "## Paired")
+    assert row[1:4] == ["2, 2", "4", "+25.0"] and row[5:] == ["2 / 0 / 2", "3; 3"]
+    assert "missing: grpo has no eval/ episodes to pair." in md
+
+
 def test_headline_table_is_start_final_best_with_standard_errors(tmp_path):
     """The headline: success before training, at the end and at its best, cost and budget, with
     ± the standard error over seeds (std / sqrt n), every number worked out here."""

@@ -33,6 +33,7 @@ from agentrl.reporting.aggregate import (
     run_mean,
 )
 from agentrl.reporting.machine import describe_machine, machine_line
+from agentrl.reporting.paired import BOOTSTRAP_SAMPLES, final_wins, paired_differences
 from agentrl.reporting.played import comparability, data_rows, data_warnings
 from agentrl.reporting.runs import Run, RunGroup, group_runs, settings_table
 
@@ -42,6 +43,7 @@ SECTION_IDS = (
     "setup",
     "learning-curves",
     "final-eval",
+    "paired",
     "task-types",
     "efficiency",
     "grpo-collapse",
@@ -169,6 +171,7 @@ def build_document(
         _setup(groups, notes),
         _learning_curves(groups, figure_dir),
         _final_eval(groups),
+        _paired(groups),
         _task_types(groups, figure_dir),
         _efficiency(groups, figure_dir),
         _collapse(groups, figure_dir),
@@ -596,6 +599,63 @@ def _final_eval(groups: Sequence[RunGroup]) -> Section:
         )
     for note in comparability([r for g in groups for r in g.runs]):
         section.blocks.append(Note(f"Data: {note}."))
+    return section
+
+
+def _paired(groups: Sequence[RunGroup]) -> Section:
+    section = Section("paired", "Paired differences on the same held-out games")
+    if len(groups) < 2:
+        section.blocks.append(Paragraph("One group only: nothing to compare it with."))
+        return section
+    pairs = paired_differences(groups)
+    if not pairs:
+        section.blocks.append(
+            Note(
+                "missing: no held-out game was played by every evaluated run (no eval/ "
+                "episodes, or evaluations on different games), so no paired difference."
+            )
+        )
+        return section
+    rows = []
+    for pair in pairs:
+        tie = pair.games - pair.better - pair.worse
+        rows.append(
+            [
+                f"{pair.first} - {pair.second}",
+                f"{pair.seeds[0]}, {pair.seeds[1]}",
+                str(pair.games),
+                f"{100 * pair.difference:+.1f}",
+                f"[{100 * pair.low:+.1f}, {100 * pair.high:+.1f}]",
+                f"{pair.better} / {pair.worse} / {tie}",
+                f"{', '.join(map(str, sorted(set(pair.iterations[0]))))}; "
+                f"{', '.join(map(str, sorted(set(pair.iterations[1]))))}",
+            ]
+        )
+    section.blocks.append(
+        Table(
+            [
+                "pair",
+                "seeds (n)",
+                "games",
+                "difference in success (points)",
+                "95% bootstrap interval",
+                "games better / worse / same",
+                "evaluated at iteration",
+            ],
+            rows,
+            "Each seed's latest evaluation. Per game, each group's win rate over its seeds; "
+            "the difference is the mean over the games every run played. The interval "
+            f"resamples each group's seeds and the games (the same games for both), "
+            f"{BOOTSTRAP_SAMPLES} draws: an interval that holds 0 is no evidence of a "
+            "difference. With one seed in a group it shows only the games' share of the "
+            "uncertainty, not the seeds'.",
+        )
+    )
+    unplayed = [g.label for g in groups if all(final_wins(r) is None for r in g.runs)]
+    if unplayed:
+        section.blocks.append(
+            Note(f"missing: {', '.join(unplayed)} has no eval/ episodes to pair.")
+        )
     return section
 
 
