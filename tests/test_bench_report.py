@@ -550,6 +550,21 @@ def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path
     assert "grpo seed 0" not in intel
     assert "ppo seed 0 trained on more than one machine" in md
 
+    # Memory: in these manifests (older than bench releasing memory between runs, and so
+    # without rss_at_start_gb) ppo seed 0 started in session 1's process after sapo trained
+    # there, grpo in session 2's after ppo: their peaks may hold the earlier run's memory.
+    # sapo ran first in its process.
+    assert (s.memory_inherited, p.memory_inherited, g.memory_inherited) == (False, True, True)
+    # A session that releases memory records what the process held at the run's start.
+    manifest["sessions"][1]["runs"][2]["rss_at_start_gb"] = 0.8
+    (runs / "bench.json").write_text(json.dumps(manifest))
+    assert not load_run(grpo).memory_inherited and load_run(grpo).bench.rss_at_start_gb == 0.8
+    md = build_report([runs], tmp_path / "report").markdown.read_text()
+    # sapo seeds: highest peaks 1.2 and 1.3 -> 1.25 ± 0.05; ppo: seed 1's 2.2 only
+    assert _row(md, "sapo", "## Headline")[7] == "1.25 ± 0.05"
+    assert _row(md, "ppo", "## Headline")[7] == "2.20 (n=1)"
+    assert "Peak RSS left out for ppo seed 0:" in md
+
 
 def test_the_starting_model_is_described_from_its_sft_record_and_sft_settings_are_not_shown(
     tmp_path, monkeypatch
@@ -908,6 +923,9 @@ def test_bench_then_report_end_to_end(tmp_path, one_torch_thread):
         "agentrl bench --algos sapo,ppo --env keydoor --model tiny"
     )
     assert [r["state"] for r in session["runs"]] == ["done"] * 4 and session["finished"]
+    # each run: its own start and end, and what the process held before it loaded anything
+    for entry in session["runs"]:
+        assert entry["started"] <= entry["finished"] and 0 < entry["rss_at_start_gb"] < 8
 
     # Resumable: the same command again trains nothing, also when it now asks for TensorBoard
     # (loggers are views of metrics.jsonl, not a setting that makes runs different).

@@ -146,6 +146,13 @@ def run_max(run: Run, key: str) -> float | None:
     return max(values) if values else None
 
 
+def own_peak_rss(run: Run) -> float | None:
+    """The run's highest per-iteration peak RSS, or None when part of it ran in a process that
+    still held an earlier run's memory (:attr:`Run.memory_inherited`): that number is the
+    earlier run's, and a mean over seeds must not take it as this algorithm's."""
+    return None if run.memory_inherited else run_max(run, "memory/peak_rss_gb")
+
+
 def eval_at(run: Run, key: str, iteration: int) -> float | None:
     """``key`` in the run's eval record of ``iteration`` (0: the evaluation before training)."""
     for record, value in run.values(key):

@@ -28,6 +28,7 @@ from agentrl.reporting.aggregate import (
     final_eval_value,
     last_value,
     over_seeds,
+    own_peak_rss,
     phase_cost,
     run_max,
     run_mean,
@@ -205,7 +206,7 @@ def _headline(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
                 percent(group, lambda r: final_eval_value(r, "eval/success_rate")),
                 percent(group, lambda r: run_max(r, "eval/success_rate")),
                 cell(group, lambda r: run_mean(r, "time/iteration"), digits=1),
-                cell(group, lambda r: run_max(r, "memory/peak_rss_gb"), digits=2),
+                cell(group, own_peak_rss, digits=2),
                 *(
                     [cell(group, lambda r: run_max(r, "memory/peak_cuda_gb"), digits=2)]
                     if cuda
@@ -242,6 +243,10 @@ def _headline(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
             "every seed used the same); env steps per seed, mean ± standard error.",
         )
     )
+
+    inherited = _inherited_memory_note(groups)
+    if inherited is not None:
+        section.blocks.append(inherited)
 
     types = _eval_task_types(groups)
     if types:
@@ -776,11 +781,11 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
         )
 
     memory: dict[str, list[MeanStd | None]] = {}
-    for key, name in (
-        ("memory/peak_rss_gb", "peak RSS"),
-        ("memory/peak_cuda_gb", "peak CUDA memory"),
+    for name, per_run in (
+        ("peak RSS", own_peak_rss),
+        ("peak CUDA memory", lambda r: run_max(r, "memory/peak_cuda_gb")),
     ):
-        values = [over_seeds(g, lambda r, k=key: run_max(r, k)) for g in groups]
+        values = [over_seeds(g, per_run) for g in groups]
         if any(values):
             memory[name] = values
     if memory:
@@ -804,6 +809,9 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
                 "it includes whatever the process already held.",
             )
         )
+        inherited = _inherited_memory_note(groups)
+        if inherited is not None:
+            section.blocks.append(inherited)
         path = figures.memory_bars(groups, memory, ppo, figure_dir / "peak_memory.png")
         if path is not None:
             section.blocks.append(Image(path, "peak memory", "Error bars: std over seeds."))
@@ -814,6 +822,18 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
             Note("missing: no run recorded memory/peak_rss_gb or memory/peak_cuda_gb.")
         )
     return section
+
+
+def _inherited_memory_note(groups: Sequence[RunGroup]) -> Note | None:
+    """Which runs' peak RSS is left out of the memory numbers, and why."""
+    names = [_run_name(r) for g in groups for r in g.runs if r.memory_inherited]
+    if not names:
+        return None
+    return Note(
+        f"Peak RSS left out for {', '.join(names)}: each ran (at least in part) in a bench "
+        "process after another run, before agentrl released freed memory between runs, so its "
+        "peak may include the earlier run's memory (n counts the seeds left)."
+    )
 
 
 def _collapse(groups: Sequence[RunGroup], figure_dir: Path) -> Section:

@@ -81,6 +81,12 @@ class BenchSession:
     run_state: str = ""  # this run's state when the session last wrote: running, done, failed...
     run_started: str | None = None  # this run's own times in the session (recorded since
     run_finished: str | None = None  # 2026-12-02; older manifests have only the session's)
+    #: the process's resident set before the run loaded anything (recorded since bench
+    #: releases memory between runs, 2026-12-02)
+    rss_at_start_gb: float | None = None
+    #: another run trained before this one in the same process, and the bench did not yet
+    #: release memory between runs: this run's peak RSS includes what that one left mapped
+    inherited_memory: bool = False
 
 
 @dataclass
@@ -117,6 +123,11 @@ class Run:
     @property
     def finished(self) -> bool:
         return self.summary is not None
+
+    @property
+    def memory_inherited(self) -> bool:
+        """Some of its iterations ran in a process that still held an earlier run's memory."""
+        return any(s.inherited_memory for s in self.sessions)
 
     @property
     def flat_config(self) -> dict[str, Any]:
@@ -249,6 +260,12 @@ def load_run(path: Path) -> Run:
                read_fingerprints(path), sessions)
 
 
+def _trained(entry: dict[str, Any]) -> bool:
+    """A manifest entry whose run this session actually trained (it was not skipped, and the
+    session reached it)."""
+    return entry.get("action") != "skip" and entry.get("state") not in ("queued", "skipped")
+
+
 def _bench_sessions(path: Path) -> list[BenchSession]:
     """The ``bench.json`` sessions that trained this run, oldest first (bench puts the manifest
     two levels up).
@@ -275,13 +292,16 @@ def _bench_sessions(path: Path) -> list[BenchSession]:
                 run.get("state", ""),
                 run.get("started"),
                 run.get("finished"),
+                run.get("rss_at_start_gb"),
+                "rss_at_start_gb" not in run
+                and any(_trained(before) for before in session.get("runs", [])[:position]),
             )
             for session in data.get("sessions", [])
-            for run in session.get("runs", [])
+            for position, run in enumerate(session.get("runs", []))
             if Path(run.get("run_dir", "")).resolve() == resolved
         ]
         # planned but never reached (the session was stopped first): it did not train the run
-        trained = [s for s in touched if s.action != "skip" and s.run_state != "queued"]
+        trained = [s for s in touched if _trained({"action": s.action, "state": s.run_state})]
         return trained or touched[-1:]
     return []
 
