@@ -571,12 +571,22 @@ def bench(
             "train.loggers). A resumed bench may add or drop it.",
         ),
     ] = None,
+    stop_after_minutes: Annotated[
+        float | None,
+        typer.Option(
+            help="Stop cleanly once the bench has run this long: the current run checkpoints "
+            "at the end of its iteration, no new run starts, and the same command resumes "
+            "there (a comparison done in pieces).",
+        ),
+    ] = None,
 ) -> None:
     """Run several algorithms like-for-like over several seeds (resumable)."""
     from agentrl.comparison import bench_command_text, parse_algos, plan_bench, run_bench
     from agentrl.output_paths import check_output_dir
 
     check_output_dir(out, "bench output folder")
+    if stop_after_minutes is not None and not stop_after_minutes >= 0:
+        raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
     overrides = list(set_ or [])
     if logger is not None:
@@ -613,12 +623,25 @@ def bench(
         f"{len(plan.runs)} runs ({todo} to do, {len(plan.runs) - todo} already finished), "
         f"{plan.trajectories} trajectories per iteration -> {out}"
     )
-    statuses = run_bench(plan, console)
+    statuses = run_bench(
+        plan, console, time_limit_s=None if stop_after_minutes is None else 60 * stop_after_minutes
+    )
     warnings = [s for s in statuses if s.warning]
     for status in warnings:
         console.print(
             f"[yellow]warning:[/] {status.run.algo} seed {status.run.seed}: {status.warning}"
         )
+    left = [s for s in statuses if s.state not in ("done", "done (kept)")]
+    if left:
+        paused = [f"{s.run.algo} seed {s.run.seed} at iteration {s.iteration}"
+                  for s in left if s.state == "paused"]
+        console.print(
+            f"stopped at the time limit ({stop_after_minutes:g} min): {len(left)} of "
+            f"{len(statuses)} runs not finished"
+            + (f" ({', '.join(paused)} checkpointed)" if paused else "")
+            + "; run the same command to resume."
+        )
+        return
     console.print(
         f"done; make the report with: agentrl report {shlex.quote(str(out))} "
         f"-o {shlex.quote(str(out / 'report'))}"

@@ -411,7 +411,7 @@ class Manifest:
         now = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         if state == "running":
             entry["started"] = now
-        elif state in ("done", "failed"):
+        elif state in ("done", "failed", "paused"):  # when this session's work on it ended
             entry["finished"] = now
         if warning:
             entry["warning"] = warning
@@ -472,8 +472,14 @@ def run_bench(
     plan: BenchPlan,
     console: Any | None = None,
     on_iteration: Callable[[PlannedRun, dict[str, Any]], None] | None = None,
+    time_limit_s: float | None = None,
 ) -> list[RunStatus]:
-    """Run every planned run in order, showing a live table on ``console`` (rich)."""
+    """Run every planned run in order, showing a live table on ``console`` (rich).
+
+    ``time_limit_s``: once the bench has run that long, the current run checkpoints at the end
+    of its iteration (state ``paused``) and no further run starts; running the same plan again
+    resumes there. A comparison done in pieces then ends each piece cleanly instead of being
+    killed and losing the iterations since the last ``train.save_every`` checkpoint."""
     from rich.console import Console
     from rich.live import Live
 
@@ -489,7 +495,13 @@ def run_bench(
             status.iteration = status.run.config.train.iterations
             status.record = _last_record(status.run.run_dir)
     manifest = Manifest(plan)
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+    if time_limit_s is not None:
+        manifest.session["time_limit_minutes"] = round(time_limit_s / 60, 2)
     manifest.write()
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
     with Live(
         console=console, refresh_per_second=2, get_renderable=lambda: live_table(plan, statuses)
     ):
@@ -498,6 +510,10 @@ def run_bench(
             if planned.action == "skip":
                 manifest.update(index, "skipped")
                 continue
+            # the rest stay queued for the next piece; a piece always trains at least one
+            # iteration, so each invocation makes progress whatever the limit
+            if out_of_time() and any(st.started is not None for st in statuses):
+                break
             if planned.action == "restart":
                 _clear_partial(planned.run_dir)
             status.state = {"resume": "resuming", "extend": "extending"}.get(
@@ -529,8 +545,8 @@ def run_bench(
                     if on_iteration is not None:
                         on_iteration(status.run, record)
 
-                trainer.train(record_iteration)
-                status.state = "done"
+                result = trainer.train(record_iteration, should_stop=out_of_time)
+                status.state = "paused" if result.stopped else "done"
             except BaseException:
                 status.state = "failed"
                 manifest.update(index, "failed")
@@ -541,7 +557,7 @@ def run_bench(
                     trainer.close()
                 del trainer
                 _release_memory()
-            manifest.update(index, "done", status.warning)
+            manifest.update(index, status.state, status.warning)
     console.print()
     manifest.finish()
     return statuses

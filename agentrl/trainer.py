@@ -109,6 +109,8 @@ class RunResult:
     run_dir: Path
     history: list[dict[str, Any]] = field(default_factory=list)
     final_eval: dict[str, float] | None = None
+    #: ``should_stop`` ended it early: checkpointed, no summary.json, resumable where it stopped
+    stopped: bool = False
 
 
 class Trainer:
@@ -189,7 +191,12 @@ class Trainer:
             raise UserError(f"Run directory '{self.run_dir}' already holds a run; pass --resume to continue it or choose another run_dir.")
 
     # --- the loop ----------------------------------------------------------------------------------
-    def train(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> RunResult:
+    def train(self, on_iteration: Callable[[dict[str, Any]], None] | None = None,
+              should_stop: Callable[[], bool] | None = None) -> RunResult:
+        """Train to ``train.iterations``. ``should_stop`` is asked after each iteration (any rank
+        saying yes stops all): a yes before the last iteration writes a checkpoint there and
+        returns with ``stopped`` set, so a run cut into pieces (a time limit) loses nothing and
+        resumes at the next iteration; the evaluation and summary of the end are left to it."""
         result = RunResult(self.run_dir)
         cfg = self.config.train
         if cfg.eval_at_start and cfg.eval_episodes and self.start_iteration == 0:
@@ -209,8 +216,14 @@ class Trainer:
             if on_iteration is not None:
                 on_iteration(record)
             # save_every 0: only at the end
-            if (cfg.save_every > 0 and iteration % cfg.save_every == 0) or iteration == cfg.iterations:
+            saved = (cfg.save_every > 0 and iteration % cfg.save_every == 0) or iteration == cfg.iterations
+            if saved:
                 self.save_checkpoint(iteration)
+            if iteration < cfg.iterations and should_stop is not None and all_reduce_max([int(should_stop())])[0]:
+                if not saved:
+                    self.save_checkpoint(iteration)
+                result.stopped = True
+                return result
         if is_main():
             # resuming a run that had already finished trains nothing: its numbers are in the log
             last = result.history[-1] if result.history else (self.metrics_log.read() or [None])[-1]

@@ -1024,3 +1024,42 @@ def test_benchmark_configs_parse_and_state_their_command(tmp_path):
             assert cfg.model.name == ("Qwen2.5-7B" if "7b" in path.name else "Qwen2.5-1.5B")
         else:
             assert cfg.model.name == "embedded" and cfg.rollout.action_mode == "constrained"
+
+
+def test_bench_stops_at_its_time_limit_with_a_checkpoint_and_resumes_there(tmp_path, one_torch_thread):
+    """--stop-after-minutes 0: the first run stops after its first iteration (with
+    train.save_every=0 it would otherwise have no checkpoint before its end), the second never
+    starts; the same command without the limit resumes at iteration 2, and the resumed run's
+    records equal those of a run never stopped."""
+    def args(out, *extra):
+        return ["bench", "--algos", "sapo", "--env", "keydoor", "--model", "tiny", "--seeds", "2",
+                "--iterations", "3", "--trajectories", "2", "--eval-episodes", "2",
+                "--set", "rollout.action_mode=constrained", "--set", "train.save_every=0",
+                "--set", "env.kwargs={n_rooms: 2, max_steps: 8}", "-o", str(out), *extra]
+
+    out = tmp_path / "pieces"
+    first = _invoke(args(out, "--stop-after-minutes", "0"))
+    assert first.exit_code == 0, first.output
+    text = " ".join(first.output.split())
+    assert "stopped at the time limit (0 min): 2 of 2 runs not finished" in text
+    assert "sapo seed 0 at iteration 1 checkpointed" in text
+    seed0 = out / "sapo" / "seed0"
+    assert [r["iteration"] for r in _metrics(seed0)] == [1]
+    assert (seed0 / "checkpoints" / "iter_00001").is_dir() and not (seed0 / "summary.json").exists()
+    assert not (out / "sapo" / "seed1").exists()
+    session = json.loads((out / "bench.json").read_text())["sessions"][0]
+    assert [r["state"] for r in session["runs"]] == ["paused", "queued"]
+    assert session["time_limit_minutes"] == 0 and session["finished"]
+
+    second = _invoke(args(out))
+    assert second.exit_code == 0, second.output
+    assert "2 runs (2 to do, 0 already finished)" in " ".join(second.output.split())
+    assert [r["action"] for r in json.loads((out / "bench.json").read_text())["sessions"][1]["runs"]] == ["resume", "fresh"]
+    assert [r["iteration"] for r in _metrics(seed0)] == [1, 2, 3] and (seed0 / "summary.json").is_file()
+
+    whole = tmp_path / "whole"
+    assert _invoke([*args(whole)[:8], "1", *args(whole)[9:]]).exit_code == 0  # --seeds 1
+    keys = ("iteration", "env_steps", "trajectories", "rollout/return", "policy/kl_ref")
+    assert [{k: r.get(k) for k in keys} for r in _metrics(seed0)] == [
+        {k: r.get(k) for k in keys} for r in _metrics(whole / "sapo" / "seed0")
+    ]
