@@ -559,6 +559,21 @@ def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path
     manifest["sessions"][1]["runs"][2]["rss_at_start_gb"] = 0.8
     (runs / "bench.json").write_text(json.dumps(manifest))
     assert not load_run(grpo).memory_inherited and load_run(grpo).bench.rss_at_start_gb == 0.8
+    # A third session restarts ppo (its partial records were cleared): sessions 1 and 2 made
+    # nothing the folder holds, so neither their memory nor their machine nor dates count.
+    manifest["sessions"].append(
+        {"command": "bench", "started": "2026-12-02 09:00", "finished": None,
+         "machine": {"cpu": "Intel Xeon"},
+         "runs": [entry(sapo, "skip", "skipped"),
+                  entry(ppo, "restart", "done", started="2026-12-02 09:01",
+                        finished="2026-12-02 10:00", rss_at_start_gb=0.4)]})
+    (runs / "bench.json").write_text(json.dumps(manifest))
+    restarted = load_run(ppo)
+    assert [x.started for x in restarted.sessions] == ["2026-12-02 09:00"]
+    assert not restarted.memory_inherited
+    assert _run_dates(restarted) == "2026-12-02 09:01 to 2026-12-02 10:00"
+    manifest["sessions"].pop()
+    (runs / "bench.json").write_text(json.dumps(manifest))
     md = build_report([runs], tmp_path / "report").markdown.read_text()
     # sapo seeds: highest peaks 1.2 and 1.3 -> 1.25 ± 0.05; ppo: seed 1's 2.2 only
     assert _row(md, "sapo", "## Headline")[7] == "1.25 ± 0.05"

@@ -302,6 +302,11 @@ def _bench_sessions(path: Path) -> list[BenchSession]:
         ]
         # planned but never reached (the session was stopped first): it did not train the run
         trained = [s for s in touched if _trained({"action": s.action, "state": s.run_state})]
+        # a fresh start or a restart begins the run from nothing: what sessions before it made
+        # was cleared, so they made none of what the folder holds
+        starts = [i for i, s in enumerate(trained) if s.action in ("fresh", "restart")]
+        if starts:
+            trained = trained[starts[-1]:]
         return trained or touched[-1:]
     return []
 
