@@ -299,6 +299,27 @@ def test_report_numbers_match_the_metrics_files(synthetic_report):
     assert "No value function, nothing to show: grpo." in md
 
 
+def test_time_per_iteration_is_each_seeds_median_so_a_slowed_iteration_does_not_move_it():
+    from agentrl.reporting.aggregate import phase_cost
+    from agentrl.reporting.runs import Run, RunGroup
+
+    def run(totals, rollouts):
+        records = [{"iteration": i + 1, "time/iteration": t, "time/rollout": r,
+                    "time/actor_update": 1.0}
+                   for i, (t, r) in enumerate(zip(totals, rollouts, strict=True))]
+        return Run(Path("."), {"algo": "sapo"}, records)
+
+    # seed 0: iteration 3 slowed by other work (40 s): median 4, where the mean would be 16
+    # seed 1: 6, 6, 7 -> median 6. Rollout medians 2 and 3; untimed per iteration
+    # t - rollout - 1 = 1, 1, 29 (median 1) and 2, 2, 3 (median 2).
+    group = RunGroup("sapo", "sapo", [run([4, 4, 40], [2, 2, 10]), run([6, 6, 7], [3, 3, 3])])
+    cost = phase_cost(group)
+    assert (cost.total.mean, cost.total.n) == (5.0, 2)  # (4 + 6) / 2
+    assert cost.phases["rollout"].mean == 2.5 and cost.phases["actor update"].mean == 1.0
+    assert cost.other.mean == 1.5
+    assert cost.phases["critic update"] is None  # never recorded
+
+
 def test_paired_bootstrap_interval_by_hand():
     import numpy as np
 

@@ -11,6 +11,7 @@ the range every seed reached, so a band never extrapolates a seed past its last 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -209,18 +210,32 @@ class PhaseCost:
     total: MeanStd | None
 
 
+def run_median(run: Run, key: str) -> float | None:
+    """The median over the run's iterations: a few iterations slowed by other work on a
+    shared machine (or a first one that warms caches) move it much less than a mean."""
+    values = [v for _, v in run.values(key)]
+    return statistics.median(values) if values else None
+
+
+def untimed_seconds(run: Run) -> float | None:
+    """Median over iterations of time/iteration minus its timed phases (weight sync,
+    advantages, bookkeeping): per iteration first, so it is the rest of a real iteration."""
+    rest = []
+    for record, total in run.values("time/iteration"):
+        parts = [record.get(key) for key, _ in PHASES]
+        timed = sum(p for p in parts if isinstance(p, (int, float)) and math.isfinite(p))
+        rest.append(max(0.0, total - timed))
+    return statistics.median(rest) if rest else None
+
+
 def phase_cost(group: RunGroup) -> PhaseCost:
-    phases = {name: over_seeds(group, lambda r, k=key: run_mean(r, k)) for key, name in PHASES}
-
-    def other(run: Run) -> float | None:
-        total = run_mean(run, "time/iteration")
-        if total is None:
-            return None
-        parts = [run_mean(run, key) for key, _ in PHASES]
-        return max(0.0, total - sum(p for p in parts if p is not None))
-
+    """Each phase's seconds per iteration: each seed's median over its iterations, then mean ±
+    std over seeds (medians of phases need not add up to the median total exactly)."""
+    phases = {name: over_seeds(group, lambda r, k=key: run_median(r, k)) for key, name in PHASES}
     return PhaseCost(
-        phases, over_seeds(group, other), over_seeds(group, lambda r: run_mean(r, "time/iteration"))
+        phases,
+        over_seeds(group, untimed_seconds),
+        over_seeds(group, lambda r: run_median(r, "time/iteration")),
     )
 
 

@@ -32,6 +32,7 @@ from agentrl.reporting.aggregate import (
     phase_cost,
     run_max,
     run_mean,
+    run_median,
 )
 from agentrl.reporting.machine import describe_machine, machine_line
 from agentrl.reporting.paired import BOOTSTRAP_SAMPLES, final_wins, paired_differences
@@ -205,7 +206,7 @@ def _headline(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
                 percent(group, lambda r: eval_at(r, "eval/success_rate", 0)),
                 percent(group, lambda r: final_eval_value(r, "eval/success_rate")),
                 percent(group, lambda r: run_max(r, "eval/success_rate")),
-                cell(group, lambda r: run_mean(r, "time/iteration"), digits=1),
+                cell(group, lambda r: run_median(r, "time/iteration"), digits=1),
                 cell(group, own_peak_rss, digits=2),
                 *(
                     [cell(group, lambda r: run_max(r, "memory/peak_cuda_gb"), digits=2)]
@@ -239,8 +240,10 @@ def _headline(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
             "latest so far while a run is unfinished: see the finished column), best is "
             "each seed's highest evaluation (an optimistic number: the best of several noisy "
             "evaluations on the same episodes). Then the mean over seeds ± its standard error "
-            "(sample std / sqrt n). Iterations and trajectories are per seed (one value when "
-            "every seed used the same); env steps per seed, mean ± standard error.",
+            "(sample std / sqrt n). Time per iteration is each seed's median over its "
+            "iterations; peak RSS each seed's highest. Iterations and trajectories are per "
+            "seed (one value when every seed used the same); env steps per seed, mean ± "
+            "standard error.",
         )
     )
 
@@ -740,9 +743,11 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
         Table(
             ["group", *[f"{n} (s)" for n in names], "total (s)", "total / PPO"],
             rows,
-            "Seconds per training iteration: each seed's mean over its iterations, "
-            "then mean ± std over seeds. 'other' is time/iteration minus the timed phases "
-            "(weight sync, advantages, bookkeeping).",
+            "Seconds per training iteration: each seed's median over its iterations "
+            "(robust to iterations slowed by other work on the machine), then mean ± std over "
+            "seeds. 'other' is time/iteration minus the timed phases (weight sync, "
+            "advantages, bookkeeping), per iteration, then its median; the medians of the "
+            "parts need not add up to the median total exactly.",
         )
     )
     if ppo is None:
