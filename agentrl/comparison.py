@@ -16,8 +16,9 @@ algorithms that have them (``group_size`` to GRPO only); a key no selected algor
 error, as anywhere else in agentrl. ``--set ALGO:key=value`` applies to one algorithm's runs only
 (each algorithm's tuned learning rate, say); everything else stays one setting for all.
 
-Runs go to ``OUT/<algo>/seed<k>/`` and run one after another in this process, seed by seed
-(seed k of every algorithm before seed k+1). A finished run
+Runs go to ``OUT/<algo>/seed<k>/`` and run one after another, seed by seed (seed k of every
+algorithm before seed k+1), each in a process of its own (:mod:`agentrl.run_process`) so that
+its time and peak memory are its own. A finished run
 (``summary.json``) is skipped; one with a checkpoint is resumed; asking for more iterations than
 a finished run has extends it from its last checkpoint. A run directory made with other settings
 is an error (pick another OUT) so that a resumed benchmark can never mix settings; bookkeeping
@@ -30,12 +31,9 @@ to each run; ``agentrl report`` prints it.
 from __future__ import annotations
 
 import copy
-import ctypes
-import gc
 import json
 import shlex
 import shutil
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -388,6 +386,8 @@ class Manifest:
             "command": plan.command,
             "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "finished": None,
+            # each run in a process of its own (agentrl.run_process): its memory is its own
+            "run_isolation": "process",
             "machine": describe_machine(),
             "runs": [
                 {
@@ -438,36 +438,6 @@ def _clear_partial(folder: Path) -> None:
         shutil.rmtree(folder / name, ignore_errors=True)
 
 
-def _release_memory() -> None:
-    """Free the finished run's model before the next one so peak memory is its own.
-
-    Collecting is not enough on CPU: glibc keeps freed heap pages mapped, so the next run
-    started at the last one's resident size (measured: a GRPO run after PPO read PPO's 20 GB
-    as its peak RSS at every iteration). ``malloc_trim`` hands them back (4.8 -> 0.5 GB after
-    a 135M model, its reference and Adam state were freed)."""
-    gc.collect()
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):  # not glibc (musl): nothing to trim with
-            pass
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
-def _resident_gb() -> float | None:
-    """The process's resident set now (VmRSS), in GiB; None off Linux."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 2**20, 3)
-    except OSError:
-        return None
-    return None
-
-
 def run_bench(
     plan: BenchPlan,
     console: Any | None = None,
@@ -483,7 +453,7 @@ def run_bench(
     from rich.console import Console
     from rich.live import Live
 
-    from agentrl.trainer import Trainer
+    from agentrl.run_process import run_isolated
 
     console = console or Console()
     plan.out.mkdir(parents=True, exist_ok=True)
@@ -496,6 +466,8 @@ def run_bench(
             status.record = _last_record(status.run.run_dir)
     manifest = Manifest(plan)
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
+    # the same instant on the clock a run's own process can read
+    wall_deadline = None if time_limit_s is None else time.time() + time_limit_s
     if time_limit_s is not None:
         manifest.session["time_limit_minutes"] = round(time_limit_s / 60, 2)
     manifest.write()
@@ -520,32 +492,38 @@ def run_bench(
                 planned.action, "loading"
             )
             status.started = time.monotonic()
-            trainer = None
-            _release_memory()
-            # what the process holds before the run loads anything: the floor of its peak RSS
-            rss_at_start = _resident_gb()
-            try:
-                trainer = Trainer(planned.config, resume=planned.action in ("resume", "extend"))
-                status.iteration = trainer.start_iteration
+
+            def started(start_iteration: int, rss: float | None, index: int = index,
+                        status: RunStatus = status) -> None:
+                status.iteration = start_iteration
                 status.state = "running"
-                manifest.update(index, "running", rss_at_start_gb=rss_at_start)
+                # what the run's process held before it loaded anything: libraries only
+                manifest.update(index, "running", rss_at_start_gb=rss)
 
-                def record_iteration(record: dict[str, Any], status: RunStatus = status) -> None:
-                    status.iteration = int(record.get("iteration", status.iteration))
-                    status.record = record
-                    seen, it = record.get("trajectories"), record.get("iteration")
-                    if (
-                        isinstance(seen, (int, float))
-                        and isinstance(it, int)
-                        and seen != plan.trajectories * it
-                    ):
-                        status.warning = (
-                            f"{seen / it:g} trajectories/iteration, not {plan.trajectories}"
-                        )
-                    if on_iteration is not None:
-                        on_iteration(status.run, record)
+            def record_iteration(record: dict[str, Any], status: RunStatus = status) -> None:
+                status.iteration = int(record.get("iteration", status.iteration))
+                status.record = record
+                seen, it = record.get("trajectories"), record.get("iteration")
+                if (
+                    isinstance(seen, (int, float))
+                    and isinstance(it, int)
+                    and seen != plan.trajectories * it
+                ):
+                    status.warning = (
+                        f"{seen / it:g} trajectories/iteration, not {plan.trajectories}"
+                    )
+                if on_iteration is not None:
+                    on_iteration(status.run, record)
 
-                result = trainer.train(record_iteration, should_stop=out_of_time)
+            try:
+                result = run_isolated(
+                    planned.config,
+                    planned.action in ("resume", "extend"),
+                    f"{planned.algo} seed {planned.seed}",
+                    started,
+                    record_iteration,
+                    wall_deadline,
+                )
                 status.state = "paused" if result.stopped else "done"
             except BaseException:
                 status.state = "failed"
@@ -553,10 +531,6 @@ def run_bench(
                 raise
             finally:
                 status.finished = time.monotonic()
-                if trainer is not None:
-                    trainer.close()
-                del trainer
-                _release_memory()
             manifest.update(index, status.state, status.warning)
     console.print()
     manifest.finish()

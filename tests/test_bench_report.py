@@ -571,15 +571,20 @@ def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path
     assert "grpo seed 0" not in intel
     assert "ppo seed 0 trained on more than one machine" in md
 
-    # Memory: in these manifests (older than bench releasing memory between runs, and so
-    # without rss_at_start_gb) ppo seed 0 started in session 1's process after sapo trained
-    # there, grpo in session 2's after ppo: their peaks may hold the earlier run's memory.
-    # sapo ran first in its process.
-    assert (s.memory_inherited, p.memory_inherited, g.memory_inherited) == (False, True, True)
-    # A session that releases memory records what the process held at the run's start.
-    manifest["sessions"][1]["runs"][2]["rss_at_start_gb"] = 0.8
+    # Memory: in these manifests (older than bench giving each run its own process) ppo seed 0
+    # started in session 1's process after sapo trained there, grpo in session 2's after ppo:
+    # their peaks may hold the earlier run's memory. sapo ran first in its process. A starting
+    # RSS recorded in such a session (one version did, 8.4 GB after PPO) does not clear it.
+    manifest["sessions"][1]["runs"][2]["rss_at_start_gb"] = 8.4
     (runs / "bench.json").write_text(json.dumps(manifest))
-    assert not load_run(grpo).memory_inherited and load_run(grpo).bench.rss_at_start_gb == 0.8
+    s, p, g = load_run(sapo), load_run(ppo), load_run(grpo)
+    assert (s.memory_inherited, p.memory_inherited, g.memory_inherited) == (False, True, True)
+    # A session that runs each run in its own process: nothing is inherited.
+    manifest["sessions"][1]["run_isolation"] = "process"
+    (runs / "bench.json").write_text(json.dumps(manifest))
+    assert not load_run(grpo).memory_inherited and load_run(grpo).bench.rss_at_start_gb == 8.4
+    manifest["sessions"][1].pop("run_isolation")
+    (runs / "bench.json").write_text(json.dumps(manifest))
     # A third session restarts ppo (its partial records were cleared): sessions 1 and 2 made
     # nothing the folder holds, so neither their memory nor their machine nor dates count.
     manifest["sessions"].append(
@@ -596,10 +601,11 @@ def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path
     manifest["sessions"].pop()
     (runs / "bench.json").write_text(json.dumps(manifest))
     md = build_report([runs], tmp_path / "report").markdown.read_text()
-    # sapo seeds: highest peaks 1.2 and 1.3 -> 1.25 ± 0.05; ppo: seed 1's 2.2 only
+    # sapo seeds: highest peaks 1.2 and 1.3 -> 1.25 ± 0.05; ppo: seed 1's 2.2 only (grpo's
+    # seed 0 left out too)
     assert _row(md, "sapo", "## Headline")[7] == "1.25 ± 0.05"
     assert _row(md, "ppo", "## Headline")[7] == "2.20 (n=1)"
-    assert "Peak RSS left out for ppo seed 0:" in md
+    assert "Peak RSS left out for ppo seed 0, grpo seed 0:" in md
 
 
 def test_the_starting_model_is_described_from_its_sft_record_and_sft_settings_are_not_shown(
@@ -1099,3 +1105,14 @@ def test_bench_stops_at_its_time_limit_with_a_checkpoint_and_resumes_there(tmp_p
     assert [{k: r.get(k) for k in keys} for r in _metrics(seed0)] == [
         {k: r.get(k) for k in keys} for r in _metrics(whole / "sapo" / "seed0")
     ]
+
+
+def test_a_run_in_its_own_process_brings_a_user_error_back_as_one_sentence(tmp_path):
+    from agentrl.run_process import run_isolated
+
+    cfg = build_config(algo="sapo", env="keydoor", model="./no-such-model",
+                       overrides=[f"train.run_dir={tmp_path / 'run'}", "train.iterations=1"])
+    started = []
+    with pytest.raises(UserError, match="Model path './no-such-model' does not exist"):
+        run_isolated(cfg, False, "sapo seed 0", lambda *a: started.append(a), lambda r: None)
+    assert started == []  # it never got as far as training

@@ -836,7 +836,7 @@ def _inherited_memory_note(groups: Sequence[RunGroup]) -> Note | None:
         return None
     return Note(
         f"Peak RSS left out for {', '.join(names)}: each ran (at least in part) in a bench "
-        "process after another run, before agentrl released freed memory between runs, so its "
+        "process after another run, before agentrl gave each run a process of its own, so its "
         "peak may include the earlier run's memory (n counts the seeds left)."
     )
 

@@ -81,11 +81,12 @@ class BenchSession:
     run_state: str = ""  # this run's state when the session last wrote: running, done, failed...
     run_started: str | None = None  # this run's own times in the session (recorded since
     run_finished: str | None = None  # 2026-12-02; older manifests have only the session's)
-    #: the process's resident set before the run loaded anything (recorded since bench
-    #: releases memory between runs, 2026-12-02)
+    #: the run's process's resident set before the run loaded anything (recorded since
+    #: 2026-12-02)
     rss_at_start_gb: float | None = None
-    #: another run trained before this one in the same process, and the bench did not yet
-    #: release memory between runs: this run's peak RSS includes what that one left mapped
+    #: another run trained before this one in the same process (bench ran every run in its
+    #: own process only from 2026-12-02, ``run_isolation``): this run's peak RSS may include
+    #: what that one left resident
     inherited_memory: bool = False
 
 
@@ -293,7 +294,7 @@ def _bench_sessions(path: Path) -> list[BenchSession]:
                 run.get("started"),
                 run.get("finished"),
                 run.get("rss_at_start_gb"),
-                "rss_at_start_gb" not in run
+                session.get("run_isolation") != "process"
                 and any(_trained(before) for before in session.get("runs", [])[:position]),
             )
             for session in data.get("sessions", [])
