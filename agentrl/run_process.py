@@ -16,7 +16,10 @@ still one sentence and a crash still names the run.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue as queue_module
+import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -48,10 +51,29 @@ def resident_gb() -> float | None:
     return None
 
 
+def _exit_with_parent() -> None:
+    """End this process if its parent dies (killed with SIGKILL, say), rather than train on
+    as an orphan nobody reads."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(2.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="agentrl-parent-watch", daemon=True).start()
+
+
+def _raise_exit(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _child(
     config: RunConfig, resume: bool, deadline: float | None, threads: int, messages: Any
 ) -> None:
     """The child's whole life: train, stream records, say how it ended."""
+    _exit_with_parent()
     try:
         import torch
 
@@ -97,6 +119,12 @@ def run_isolated(
         args=(config, resume, deadline, torch.get_num_threads(), messages),
         name=f"agentrl-{name}",
     )
+    # `kill PID` of the bench: leave through the finally below, which stops the child too
+    previous = (
+        signal.signal(signal.SIGTERM, _raise_exit)
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
     child.start()
     start: tuple[int, float | None] | None = None
     try:
@@ -136,3 +164,5 @@ def run_isolated(
                 child.kill()
                 child.join()
         messages.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

@@ -1116,3 +1116,34 @@ def test_a_run_in_its_own_process_brings_a_user_error_back_as_one_sentence(tmp_p
     with pytest.raises(UserError, match="Model path './no-such-model' does not exist"):
         run_isolated(cfg, False, "sapo seed 0", lambda *a: started.append(a), lambda r: None)
     assert started == []  # it never got as far as training
+
+
+def test_killing_the_bench_stops_the_run_it_was_training(tmp_path):
+    """`kill PID` (SIGTERM) of a bench must not leave its run's process training on alone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "bench"
+    cmd = [sys.executable, "-m", "agentrl", "bench", "--algos", "sapo", "--env", "keydoor",
+           "--model", "tiny", "--seeds", "1", "--iterations", "200", "--trajectories", "2",
+           "--eval-episodes", "0", "--set", "rollout.action_mode=constrained",
+           "--set", "env.kwargs={n_rooms: 2, max_steps: 8}", "-o", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    bench = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    metrics = out / "sapo" / "seed0" / "metrics.jsonl"
+
+    def lines() -> int:
+        return len(metrics.read_text().splitlines()) if metrics.exists() else 0
+
+    deadline = time.monotonic() + 240
+    while lines() < 2 and time.monotonic() < deadline and bench.poll() is None:
+        time.sleep(0.5)
+    assert lines() >= 2, "the run never got going"
+    bench.send_signal(signal.SIGTERM)
+    assert bench.wait(60) != 0
+    seen = lines()
+    time.sleep(8)  # an orphaned run would log several more iterations meanwhile
+    assert lines() == seen and seen < 200
