@@ -465,15 +465,14 @@ def run_bench(
             status.iteration = status.run.config.train.iterations
             status.record = _last_record(status.run.run_dir)
     manifest = Manifest(plan)
-    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
-    # the same instant on the clock a run's own process can read
-    wall_deadline = None if time_limit_s is None else time.time() + time_limit_s
+    # wall-clock time: the run's own process reads the same deadline
+    deadline = None if time_limit_s is None else time.time() + time_limit_s
     if time_limit_s is not None:
         manifest.session["time_limit_minutes"] = round(time_limit_s / 60, 2)
     manifest.write()
 
     def out_of_time() -> bool:
-        return deadline is not None and time.monotonic() >= deadline
+        return deadline is not None and time.time() >= deadline
     with Live(
         console=console, refresh_per_second=2, get_renderable=lambda: live_table(plan, statuses)
     ):
@@ -522,7 +521,7 @@ def run_bench(
                     f"{planned.algo} seed {planned.seed}",
                     started,
                     record_iteration,
-                    wall_deadline,
+                    deadline,
                 )
                 status.state = "paused" if result.stopped else "done"
             except BaseException:

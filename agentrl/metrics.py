@@ -27,15 +27,23 @@ from agentrl.errors import UserError
 PHASES = ("rollout", "old_logprob", "value_inference", "ref_logprob", "actor_update", "critic_update")
 
 
-def _read_hwm_kb() -> int | None:
+def _status_kb(field: str) -> int | None:
+    """A kB field of ``/proc/self/status`` (``VmHWM``: the RSS high-water mark, ``VmRSS``: the
+    resident set now); None off Linux."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1])
     except OSError:
         return None
     return None
+
+
+def resident_gb() -> float | None:
+    """This process's resident set now, in GiB (3 decimals); None off Linux."""
+    kb = _status_kb("VmRSS")
+    return None if kb is None else round(kb / 2**20, 3)
 
 
 def reset_peak_memory() -> None:
@@ -50,7 +58,7 @@ def reset_peak_memory() -> None:
 
 def peak_memory() -> dict[str, float]:
     out: dict[str, float] = {}
-    kb = _read_hwm_kb()
+    kb = _status_kb("VmHWM")
     if kb is not None:
         out["memory/peak_rss_gb"] = kb / 2**20
     if torch.cuda.is_available():

@@ -39,18 +39,6 @@ class IsolatedResult:
     stopped: bool
 
 
-def resident_gb() -> float | None:
-    """This process's resident set now (VmRSS), in GiB; None off Linux."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 2**20, 3)
-    except OSError:
-        return None
-    return None
-
-
 def _exit_with_parent() -> None:
     """End this process if its parent dies (killed with SIGKILL, say), rather than train on
     as an orphan nobody reads."""
@@ -78,6 +66,7 @@ def _child(
         import torch
 
         torch.set_num_threads(threads)  # what the parent runs with (tests pin it to 1)
+        from agentrl.metrics import resident_gb
         from agentrl.trainer import Trainer
 
         rss = resident_gb()  # before the run loads anything: libraries only

@@ -156,10 +156,7 @@ def own_peak_rss(run: Run) -> float | None:
 
 def eval_at(run: Run, key: str, iteration: int) -> float | None:
     """``key`` in the run's eval record of ``iteration`` (0: the evaluation before training)."""
-    for record, value in run.values(key):
-        if record.get("iteration") == iteration and "eval/success_rate" in record:
-            return value
-    return None
+    return evals_by_iteration(run, key).get(iteration)
 
 
 def evals_by_iteration(run: Run, key: str = "eval/success_rate") -> dict[int, float]:

@@ -35,7 +35,7 @@ from agentrl.reporting.aggregate import (
     run_median,
 )
 from agentrl.reporting.machine import describe_machine, machine_line
-from agentrl.reporting.paired import BOOTSTRAP_SAMPLES, final_wins, paired_differences
+from agentrl.reporting.paired import BOOTSTRAP_SAMPLES, paired_differences
 from agentrl.reporting.played import comparability, data_rows, data_warnings
 from agentrl.reporting.runs import Run, RunGroup, group_runs, settings_table
 
@@ -654,12 +654,13 @@ def _paired(groups: Sequence[RunGroup]) -> Section:
             "Each seed's latest evaluation. Per game, each group's win rate over its seeds; "
             "the difference is the mean over the games every run played. The interval "
             f"resamples each group's seeds and the games (the same games for both), "
-            f"{BOOTSTRAP_SAMPLES} draws: an interval that holds 0 is no evidence of a "
+            f"{BOOTSTRAP_SAMPLES} draws: an interval that contains 0 does not show a "
             "difference. With one seed in a group it shows only the games' share of the "
             "uncertainty, not the seeds'.",
         )
     )
-    unplayed = [g.label for g in groups if all(final_wins(r) is None for r in g.runs)]
+    paired = {label for pair in pairs for label in (pair.first, pair.second)}
+    unplayed = [g.label for g in groups if g.label not in paired]
     if unplayed:
         section.blocks.append(
             Note(f"missing: {', '.join(unplayed)} has no eval/ episodes to pair.")

@@ -54,29 +54,12 @@ def final_wins(run: Run) -> tuple[int, dict[int, bool]] | None:
 
 
 def win_matrix(
-    group: RunGroup, games: Sequence[int]
+    evaluated: Sequence[tuple[int, dict[int, bool]]], games: Sequence[int]
 ) -> tuple[np.ndarray, list[int]]:
-    """Seeds x games, 1.0 where that seed won that game; and the iterations evaluated."""
-    rows, iterations = [], []
-    for run in group.runs:
-        found = final_wins(run)
-        if found is None:
-            continue
-        iteration, wins = found
-        rows.append([1.0 if wins.get(game) else 0.0 for game in games])
-        iterations.append(iteration)
-    return np.array(rows, dtype=float), iterations
-
-
-def shared_games(groups: Sequence[RunGroup]) -> list[int]:
-    """The task seeds every evaluated run of these groups played."""
-    sets = [
-        set(found[1])
-        for group in groups
-        for run in group.runs
-        if (found := final_wins(run)) is not None
-    ]
-    return sorted(set.intersection(*sets)) if sets else []
+    """Seeds x games, 1.0 where that seed won that game; and the iterations evaluated
+    (``evaluated``: :func:`final_wins` of each evaluated run of a group)."""
+    rows = [[1.0 if wins.get(game) else 0.0 for game in games] for _, wins in evaluated]
+    return np.array(rows, dtype=float), [iteration for iteration, _ in evaluated]
 
 
 def bootstrap_interval(
@@ -96,11 +79,18 @@ def bootstrap_interval(
 
 
 def paired_differences(groups: Sequence[RunGroup]) -> list[PairedDifference]:
-    """Every pair of groups, in report order (first minus second), over the games all played."""
-    games = shared_games(groups)
+    """Every pair of groups, in report order (first minus second), over the games all played.
+
+    A group with no evaluation episodes is in no pair."""
+    evaluated = {
+        g.label: [found for run in g.runs if (found := final_wins(run)) is not None]
+        for g in groups
+    }
+    played = [set(wins) for runs in evaluated.values() for _, wins in runs]
+    games = sorted(set.intersection(*played)) if played else []
     if not games:
         return []
-    matrices = {g.label: win_matrix(g, games) for g in groups}
+    matrices = {label: win_matrix(runs, games) for label, runs in evaluated.items()}
     out = []
     for i, first in enumerate(groups):
         for second in groups[i + 1 :]:

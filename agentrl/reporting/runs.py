@@ -261,10 +261,10 @@ def load_run(path: Path) -> Run:
                read_fingerprints(path), sessions)
 
 
-def _trained(entry: dict[str, Any]) -> bool:
-    """A manifest entry whose run this session actually trained (it was not skipped, and the
-    session reached it)."""
-    return entry.get("action") != "skip" and entry.get("state") not in ("queued", "skipped")
+def _trained(action: str | None, state: str | None) -> bool:
+    """Whether a session actually trained a run, from its manifest entry's action and state
+    (it was not skipped, and the session reached it)."""
+    return action != "skip" and state not in ("queued", "skipped")
 
 
 def _bench_sessions(path: Path) -> list[BenchSession]:
@@ -295,14 +295,17 @@ def _bench_sessions(path: Path) -> list[BenchSession]:
                 run.get("finished"),
                 run.get("rss_at_start_gb"),
                 session.get("run_isolation") != "process"
-                and any(_trained(before) for before in session.get("runs", [])[:position]),
+                and any(
+                    _trained(before.get("action"), before.get("state"))
+                    for before in session.get("runs", [])[:position]
+                ),
             )
             for session in data.get("sessions", [])
             for position, run in enumerate(session.get("runs", []))
             if Path(run.get("run_dir", "")).resolve() == resolved
         ]
         # planned but never reached (the session was stopped first): it did not train the run
-        trained = [s for s in touched if _trained({"action": s.action, "state": s.run_state})]
+        trained = [s for s in touched if _trained(s.action, s.run_state)]
         # a fresh start or a restart begins the run from nothing: what sessions before it made
         # was cleared, so they made none of what the folder holds
         starts = [i for i, s in enumerate(trained) if s.action in ("fresh", "restart")]
