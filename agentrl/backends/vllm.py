@@ -35,6 +35,7 @@ fit); the folder is deleted once the engine has loaded it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import itertools
 import logging
@@ -328,6 +329,7 @@ class VLLMBackend:
         self.seed = seed
         self.last_sync_seconds = 0.0
         self.start_seconds = 0.0
+        self.engine_owns_process_group = False  # set when the engine starts
         self.llm = self._start_engine()
         config = base_model_of(model).config
         self.probe = probe_ids(int(config.vocab_size))
@@ -380,6 +382,11 @@ class VLLMBackend:
                 # (vLLM's way for engines launched by torchrun; without it vLLM would adopt the
                 # trainer's process group as a tensor-parallel world of its own)
                 kwargs["distributed_executor_backend"] = "external_launcher"
+            # a group that exists before the engine (torchrun's, a user's) is not the engine's
+            # to destroy at close; otherwise vLLM makes a one-rank group of its own
+            self.engine_owns_process_group = not (
+                torch.distributed.is_available() and torch.distributed.is_initialized()
+            )
             with _modules_hidden_from_kernel_scan():
                 llm = LLM(**kwargs)
         finally:
@@ -387,6 +394,24 @@ class VLLMBackend:
         self.start_seconds = time.perf_counter() - start
         log.info("vLLM engine started in %.1f s", self.start_seconds)
         return llm
+
+    def close(self) -> None:
+        """Shut the engine down, freeing its weights and KV cache.
+
+        Dropping the ``LLM`` object frees nothing: vLLM freezes what it allocated at start out
+        of the garbage collector's reach (``gc.freeze``), so a process that trains twice (a
+        notebook) used to hold both engines (measured with the embedded model and a 2 GiB KV
+        cache: 3.8 GB resident after ``del``, 6.2 GB with a second engine; 1.6 GB after
+        ``close``). vLLM's engine-core shutdown unfreezes and frees them, and also destroys the
+        ``torch.distributed`` group; so it runs only when that group is the one vLLM made for
+        this engine. Beside a group that existed before (torchrun's, a user's) the engine is
+        left to the process's end, as before."""
+        llm, self.llm = self.llm, None
+        if llm is None or not self.engine_owns_process_group:
+            return
+        llm.llm_engine.engine_core.shutdown()
+        del llm
+        gc.collect()
 
     @property
     def sleeps(self) -> bool:
