@@ -965,6 +965,7 @@ def test_bench_then_report_end_to_end(tmp_path, one_torch_thread):
         "agentrl bench --algos sapo,ppo --env keydoor --model tiny"
     )
     assert [r["state"] for r in session["runs"]] == ["done"] * 4 and session["finished"]
+    assert session["ended"] == "completed"
     # each run: its own start and end, and what the process held before it loaded anything
     for entry in session["runs"]:
         assert entry["started"] <= entry["finished"] and 0 < entry["rss_at_start_gb"] < 8
@@ -1092,6 +1093,7 @@ def test_bench_stops_at_its_time_limit_with_a_checkpoint_and_resumes_there(tmp_p
     session = json.loads((out / "bench.json").read_text())["sessions"][0]
     assert [r["state"] for r in session["runs"]] == ["paused", "queued"]
     assert session["time_limit_minutes"] == 0 and session["finished"]
+    assert session["ended"] == "time limit"
 
     second = _invoke(args(out))
     assert second.exit_code == 0, second.output
@@ -1118,8 +1120,10 @@ def test_a_run_in_its_own_process_brings_a_user_error_back_as_one_sentence(tmp_p
     assert started == []  # it never got as far as training
 
 
-def test_killing_the_bench_stops_the_run_it_was_training(tmp_path):
-    """`kill PID` (SIGTERM) of a bench must not leave its run's process training on alone."""
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_killing_the_bench_stops_the_run_it_was_training(tmp_path, signal_name):
+    """`kill PID` (SIGTERM) or Ctrl-C (SIGINT) of a bench must not leave its run's process
+    training on alone, and bench.json says how the session ended rather than "running"."""
     import os
     import signal
     import subprocess
@@ -1142,8 +1146,13 @@ def test_killing_the_bench_stops_the_run_it_was_training(tmp_path):
     while lines() < 2 and time.monotonic() < deadline and bench.poll() is None:
         time.sleep(0.5)
     assert lines() >= 2, "the run never got going"
-    bench.send_signal(signal.SIGTERM)
+    bench.send_signal(getattr(signal, signal_name))
     assert bench.wait(60) != 0
     seen = lines()
     time.sleep(8)  # an orphaned run would log several more iterations meanwhile
     assert lines() == seen and seen < 200
+    (session,) = json.loads((out / "bench.json").read_text())["sessions"]
+    expected = {"SIGTERM": "stopped by SIGTERM", "SIGINT": "interrupted by SIGINT"}[signal_name]
+    assert session["ended"] == expected and session["finished"] is not None
+    (run,) = session["runs"]
+    assert run["state"] == "interrupted" and run["finished"] is not None
