@@ -494,6 +494,24 @@ def test_report_says_what_is_missing(tmp_path):
     assert all(p.exists() for p in files.figures)
 
 
+def test_the_machine_names_the_cpu_features_that_choose_its_numeric_path(tmp_path):
+    """Two Intel Xeons with one model name, with and without AMX, break greedy near-ties
+    differently on the same weights: the recorded machine (and the report's line) says which."""
+    from agentrl.reporting.machine import cpu_isa, machine_line
+
+    with_amx, without = tmp_path / "amx", tmp_path / "plain"
+    with_amx.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n")
+    without.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_fp16 avx512_bf16\n")
+    assert cpu_isa(str(with_amx)) == "avx2 avx512f avx512_bf16 amx_bf16 amx_tile"
+    assert cpu_isa(str(without)) == "avx2 avx512f avx512_bf16"
+    (tmp_path / "old").write_text("flags\t\t: fpu sse2\n")
+    assert cpu_isa(str(tmp_path / "old")) == "none of them"
+    assert cpu_isa(str(tmp_path / "missing")) is None
+    line = machine_line({"cpu": "Intel Xeon", "cpu_isa": "avx2 avx512f avx512_bf16",
+                         "logical_cores": "2"})
+    assert line == "Intel Xeon; CPU features: avx2 avx512f avx512_bf16; 2 logical cores"
+
+
 def test_a_run_is_reported_with_the_session_that_trained_it_not_one_that_skipped_it(tmp_path):
     """A comparison run in pieces: session 1 (AMD) trained sapo and started ppo; session 2 (Intel)
     skipped the finished sapo and resumed ppo. sapo ran on AMD, ppo last ran on Intel."""

@@ -239,12 +239,9 @@ def test_engine_generates_from_the_new_weights_after_sync(setup):
 
 
 def _cpu_flags() -> str:
-    try:
-        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return "unknown"
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
-    return " ".join(f for f in wanted if f in flags) or "no avx2"
+    from agentrl.reporting.machine import cpu_isa
+
+    return cpu_isa() or "unknown"
 
 
 @needs_vllm
