@@ -410,3 +410,24 @@ def test_a_closed_engine_gives_its_memory_back():
     # 3.7 -> 1.6 GB with a 2 GiB cache; without close nothing came back (3.8 GB)
     assert result["with_engine"] - result["after_close"] > 0.8, result
     assert result["second_gap"] is not None and result["second_gap"] < result["second_tolerance"]
+
+
+def test_only_the_warnings_of_what_the_backend_does_on_purpose_are_dropped(caplog):
+    """vLLM warns at every start (no chat template: the engine is fed token ids) and every sync
+    (a tied head and the rotary cache are not in the weight stream); those three go, any other
+    warning from the same loggers still reaches the user."""
+    import logging
+
+    from agentrl.backends.vllm import _ExpectedWarnings
+
+    _ExpectedWarnings.install()
+    _ExpectedWarnings.install()  # once per engine start: still one filter
+    layerwise = logging.getLogger("vllm.model_executor.model_loader.reload.layerwise")
+    renderer = logging.getLogger("vllm.renderers.base")
+    assert sum(isinstance(f, _ExpectedWarnings) for f in layerwise.filters) == 1
+    with caplog.at_level(logging.WARNING):
+        renderer.warning("Chat template warmup failed", exc_info=False)
+        layerwise.warning("%s: Failed to load weights", "RotaryEmbedding")
+        layerwise.warning("%s: Failed to load weights", "ParallelLMHead")
+        layerwise.warning("%s: Failed to load weights", "QKVParallelLinear")
+    assert [r.getMessage() for r in caplog.records] == ["QKVParallelLinear: Failed to load weights"]

@@ -70,6 +70,36 @@ log = logging.getLogger(__name__)
 EXTRA_KEY = "agentrl_row"
 
 
+class _ExpectedWarnings(logging.Filter):
+    """Drops the warnings vLLM logs for what this backend does on purpose, at every engine start
+    and every weight sync, so that a real warning is not lost among them:
+
+    * "Chat template warmup failed" with a traceback: the engine starts with
+      ``skip_tokenizer_init`` (it is fed token ids) and so has no template to warm up;
+    * "RotaryEmbedding: Failed to load weights": the rotary cache is computed, never loaded;
+    * "ParallelLMHead: Failed to load weights": a tied head is not in the sync stream (the
+      engine ties it to the embedding), and :meth:`VLLMBackend.check_weights` proves after each
+      sync that the engine computes with the trainer's weights.
+    """
+
+    MESSAGES = frozenset({
+        "Chat template warmup failed",
+        "RotaryEmbedding: Failed to load weights",
+        "ParallelLMHead: Failed to load weights",
+    })
+    LOGGERS = ("vllm.renderers.base", "vllm.model_executor.model_loader.reload.layerwise")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() not in self.MESSAGES
+
+    @classmethod
+    def install(cls) -> None:
+        for name in cls.LOGGERS:
+            target = logging.getLogger(name)
+            if not any(isinstance(f, cls) for f in target.filters):
+                target.addFilter(cls())
+
+
 @contextlib.contextmanager
 def _modules_hidden_from_kernel_scan():
     """Hide, while the engine starts, the modules that would abort vLLM's start-up scan.
@@ -352,6 +382,7 @@ class VLLMBackend:
         if self.options.cache_root is None:
             self.options.cache_root = cache_dir() / "vllm"
         configure_environment(self.options, self.device)
+        _ExpectedWarnings.install()
         start = time.perf_counter()
         from vllm import LLM
 
