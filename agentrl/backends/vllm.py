@@ -440,7 +440,11 @@ class VLLMBackend:
         llm, self.llm = self.llm, None
         if llm is None or not self.engine_owns_process_group:
             return
-        llm.llm_engine.engine_core.shutdown()
+        try:
+            llm.llm_engine.engine_core.shutdown()
+        except Exception as exc:  # noqa: BLE001 - a finished run must not fail on its way out
+            log.warning("the vLLM engine did not shut down cleanly (%s); its memory stays "
+                        "held until the process ends", exc)
         del llm
         gc.collect()
 
