@@ -1154,18 +1154,30 @@ def test_killing_the_bench_stops_the_run_it_was_training(tmp_path, signal_name):
            "--eval-episodes", "0", "--set", "rollout.action_mode=constrained",
            "--set", "env.kwargs={n_rooms: 2, max_steps: 8}", "-o", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    bench = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+    def as_a_terminal_would() -> None:
+        # a shell starts background jobs with SIGINT ignored, and Python then never turns it
+        # into KeyboardInterrupt: give the bench the default disposition a terminal gives it
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    bench = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                             preexec_fn=as_a_terminal_would)
     metrics = out / "sapo" / "seed0" / "metrics.jsonl"
 
     def lines() -> int:
         return len(metrics.read_text().splitlines()) if metrics.exists() else 0
 
-    deadline = time.monotonic() + 240
-    while lines() < 2 and time.monotonic() < deadline and bench.poll() is None:
-        time.sleep(0.5)
-    assert lines() >= 2, "the run never got going"
-    bench.send_signal(getattr(signal, signal_name))
-    assert bench.wait(60) != 0
+    try:
+        deadline = time.monotonic() + 240
+        while lines() < 2 and time.monotonic() < deadline and bench.poll() is None:
+            time.sleep(0.5)
+        assert lines() >= 2, "the run never got going"
+        bench.send_signal(getattr(signal, signal_name))
+        assert bench.wait(60) != 0
+    finally:
+        if bench.poll() is None:  # never leave a bench training on after a failed test
+            bench.kill()
+            bench.wait()
     seen = lines()
     time.sleep(8)  # an orphaned run would log several more iterations meanwhile
     assert lines() == seen and seen < 200
