@@ -301,6 +301,7 @@ def eval_(
             trajectories = evaluate(engine, episodes, greedy=not sample)
     finally:
         engine.pool.close()
+        backend.close()
     metrics = episode_metrics(trajectories, "eval")
     table = Table(title=f"{cfg.model.name} on {cfg.env.id}", header_style="bold")
     table.add_column("metric")

@@ -411,15 +411,18 @@ class Manifest:
         now = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         if state == "running":
             entry["started"] = now
-        elif state in ("done", "failed", "paused"):  # when this session's work on it ended
+        elif state in ("done", "failed", "interrupted", "paused"):  # this session's work on it ended
             entry["finished"] = now
         if warning:
             entry["warning"] = warning
         entry.update(fields)
         self.write()
 
-    def finish(self) -> None:
+    def finish(self, ended: str = "completed") -> None:
+        """The session's end and how it came (``ended``: completed, time limit, interrupted by
+        SIGINT, ...), so an interrupted session does not read as still running."""
         self.session["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        self.session["ended"] = ended
         self.write()
 
     def write(self) -> None:
@@ -428,6 +431,22 @@ class Manifest:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # replaced in one rename: a kill mid-write must not turn the sessions' history into {}
         atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n")
+
+
+def how_it_ended(exc: BaseException) -> str:
+    """A bench session's end, in words, from the exception that ended it."""
+    import signal
+
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted by SIGINT"
+    if isinstance(exc, SystemExit) and isinstance(exc.code, int) and exc.code > 128:
+        try:
+            return f"stopped by {signal.Signals(exc.code - 128).name}"  # run_process's exit code
+        except ValueError:
+            pass
+    if isinstance(exc, UserError):
+        return f"stopped by a user error: {exc}"
+    return f"failed: {type(exc).__name__}"
 
 
 def _clear_partial(folder: Path) -> None:
@@ -451,9 +470,6 @@ def run_bench(
     resumes there. A comparison done in pieces then ends each piece cleanly instead of being
     killed and losing the iterations since the last ``train.save_every`` checkpoint."""
     from rich.console import Console
-    from rich.live import Live
-
-    from agentrl.run_process import run_isolated
 
     console = console or Console()
     plan.out.mkdir(parents=True, exist_ok=True)
@@ -470,9 +486,34 @@ def run_bench(
     if time_limit_s is not None:
         manifest.session["time_limit_minutes"] = round(time_limit_s / 60, 2)
     manifest.write()
+    try:
+        _run_statuses(plan, statuses, manifest, console, on_iteration, deadline)
+    except BaseException as exc:  # a kill or Ctrl-C too: the manifest says how the session ended
+        manifest.finish(how_it_ended(exc))
+        raise
+    console.print()
+    paused = any(status.state == "paused" for status in statuses)
+    queued = any(status.state == "queued" for status in statuses)
+    manifest.finish("time limit" if paused or queued else "completed")
+    return statuses
+
+
+def _run_statuses(
+    plan: BenchPlan,
+    statuses: list[RunStatus],
+    manifest: Manifest,
+    console: Any,
+    on_iteration: Callable[[PlannedRun, dict[str, Any]], None] | None,
+    deadline: float | None,
+) -> None:
+    """The bench's loop: each planned run in its own process, in order, under a live table."""
+    from rich.live import Live
+
+    from agentrl.run_process import run_isolated
 
     def out_of_time() -> bool:
         return deadline is not None and time.time() >= deadline
+
     with Live(
         console=console, refresh_per_second=2, get_renderable=lambda: live_table(plan, statuses)
     ):
@@ -524,16 +565,14 @@ def run_bench(
                     deadline,
                 )
                 status.state = "paused" if result.stopped else "done"
-            except BaseException:
-                status.state = "failed"
-                manifest.update(index, "failed")
+            except BaseException as exc:
+                stopped = isinstance(exc, (KeyboardInterrupt, SystemExit))
+                status.state = "interrupted" if stopped else "failed"
+                manifest.update(index, status.state)
                 raise
             finally:
                 status.finished = time.monotonic()
             manifest.update(index, status.state, status.warning)
-    console.print()
-    manifest.finish()
-    return statuses
 
 
 def _last_record(run_dir: Path) -> dict[str, Any]:

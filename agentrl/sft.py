@@ -218,6 +218,7 @@ def run_sft(config: RunConfig, sft: SFTConfig, demo_files: Sequence[Path], outpu
         engine.backend.sync_weights()
         result.eval_after = held_out_eval("after")
         engine.pool.close()
+        engine.backend.close()
     result.phase_seconds = dict(timer.seconds)
     result.seconds = time.perf_counter() - start
     save_checkpoint(policy, output, {

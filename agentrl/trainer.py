@@ -443,6 +443,7 @@ class Trainer:
         self.engine.pool.close()
         if self._eval_engine is not None:
             self._eval_engine.pool.close()
+        self.backend.close()  # before the group goes: a vLLM engine under torchrun uses it
         if self.owns_process_group:
             shutdown()
 

@@ -132,3 +132,30 @@ def test_auto_generation_dtype_takes_bf16_only_where_the_cpu_has_it(monkeypatch)
     assert build.generation_dtype("auto", bf16, cpu) == bf16  # already bf16: no copy
     assert build.generation_dtype("same", fp32, cpu) == fp32
     assert build.generation_dtype("bfloat16", fp32, cpu) == bf16
+
+
+def test_trainer_close_releases_the_generation_copy(tmp_path, monkeypatch):
+    """Whoever makes a backend closes it: the trainer's close gives back the bf16 generation copy
+    (a vLLM engine's memory goes the same way, tests/test_vllm_backend.py), and leaves the
+    policy's own model alone."""
+    import agentrl.trainer as trainer_module
+    from agentrl.config import build_config
+
+    made: list[HFBackend] = []
+    real = trainer_module.make_backend
+
+    def make_backend(policy, cfg, seed, model_cfg=None):
+        made.append(real(policy, cfg, seed, model_cfg))
+        return made[-1]
+
+    monkeypatch.setattr(trainer_module, "make_backend", make_backend)
+    config = build_config(algo="grpo", env="keydoor", model="tiny", overrides=[
+        f"train.run_dir={tmp_path / 'run'}", "train.iterations=1", "train.eval_episodes=0",
+        "rollout.tasks_per_iteration=1", "rollout.max_turns=2", "rollout.backend=hf",
+        "rollout.generation_dtype=bfloat16"])
+    trainer = trainer_module.Trainer(config)
+    (backend,) = made
+    assert backend.own_copy and backend.model is not trainer.policy.model
+    trainer.close()
+    assert backend.model is None
+    assert next(trainer.policy.model.parameters()).dtype == torch.float32

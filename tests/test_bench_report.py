@@ -494,6 +494,24 @@ def test_report_says_what_is_missing(tmp_path):
     assert all(p.exists() for p in files.figures)
 
 
+def test_the_machine_names_the_cpu_features_that_choose_its_numeric_path(tmp_path):
+    """Two Intel Xeons with one model name, with and without AMX, break greedy near-ties
+    differently on the same weights: the recorded machine (and the report's line) says which."""
+    from agentrl.reporting.machine import cpu_isa, machine_line
+
+    with_amx, without = tmp_path / "amx", tmp_path / "plain"
+    with_amx.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n")
+    without.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_fp16 avx512_bf16\n")
+    assert cpu_isa(str(with_amx)) == "avx2 avx512f avx512_bf16 amx_bf16 amx_tile"
+    assert cpu_isa(str(without)) == "avx2 avx512f avx512_bf16"
+    (tmp_path / "old").write_text("flags\t\t: fpu sse2\n")
+    assert cpu_isa(str(tmp_path / "old")) == "none of them"
+    assert cpu_isa(str(tmp_path / "missing")) is None
+    line = machine_line({"cpu": "Intel Xeon", "cpu_isa": "avx2 avx512f avx512_bf16",
+                         "logical_cores": "2"})
+    assert line == "Intel Xeon; CPU features: avx2 avx512f avx512_bf16; 2 logical cores"
+
+
 def test_a_run_is_reported_with_the_session_that_trained_it_not_one_that_skipped_it(tmp_path):
     """A comparison run in pieces: session 1 (AMD) trained sapo and started ppo; session 2 (Intel)
     skipped the finished sapo and resumed ppo. sapo ran on AMD, ppo last ran on Intel."""
@@ -965,6 +983,7 @@ def test_bench_then_report_end_to_end(tmp_path, one_torch_thread):
         "agentrl bench --algos sapo,ppo --env keydoor --model tiny"
     )
     assert [r["state"] for r in session["runs"]] == ["done"] * 4 and session["finished"]
+    assert session["ended"] == "completed"
     # each run: its own start and end, and what the process held before it loaded anything
     for entry in session["runs"]:
         assert entry["started"] <= entry["finished"] and 0 < entry["rss_at_start_gb"] < 8
@@ -1092,6 +1111,7 @@ def test_bench_stops_at_its_time_limit_with_a_checkpoint_and_resumes_there(tmp_p
     session = json.loads((out / "bench.json").read_text())["sessions"][0]
     assert [r["state"] for r in session["runs"]] == ["paused", "queued"]
     assert session["time_limit_minutes"] == 0 and session["finished"]
+    assert session["ended"] == "time limit"
 
     second = _invoke(args(out))
     assert second.exit_code == 0, second.output
@@ -1118,8 +1138,10 @@ def test_a_run_in_its_own_process_brings_a_user_error_back_as_one_sentence(tmp_p
     assert started == []  # it never got as far as training
 
 
-def test_killing_the_bench_stops_the_run_it_was_training(tmp_path):
-    """`kill PID` (SIGTERM) of a bench must not leave its run's process training on alone."""
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_killing_the_bench_stops_the_run_it_was_training(tmp_path, signal_name):
+    """`kill PID` (SIGTERM) or Ctrl-C (SIGINT) of a bench must not leave its run's process
+    training on alone, and bench.json says how the session ended rather than "running"."""
     import os
     import signal
     import subprocess
@@ -1132,18 +1154,35 @@ def test_killing_the_bench_stops_the_run_it_was_training(tmp_path):
            "--eval-episodes", "0", "--set", "rollout.action_mode=constrained",
            "--set", "env.kwargs={n_rooms: 2, max_steps: 8}", "-o", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    bench = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+    def as_a_terminal_would() -> None:
+        # a shell starts background jobs with SIGINT ignored, and Python then never turns it
+        # into KeyboardInterrupt: give the bench the default disposition a terminal gives it
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    bench = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                             preexec_fn=as_a_terminal_would)
     metrics = out / "sapo" / "seed0" / "metrics.jsonl"
 
     def lines() -> int:
         return len(metrics.read_text().splitlines()) if metrics.exists() else 0
 
-    deadline = time.monotonic() + 240
-    while lines() < 2 and time.monotonic() < deadline and bench.poll() is None:
-        time.sleep(0.5)
-    assert lines() >= 2, "the run never got going"
-    bench.send_signal(signal.SIGTERM)
-    assert bench.wait(60) != 0
+    try:
+        deadline = time.monotonic() + 240
+        while lines() < 2 and time.monotonic() < deadline and bench.poll() is None:
+            time.sleep(0.5)
+        assert lines() >= 2, "the run never got going"
+        bench.send_signal(getattr(signal, signal_name))
+        assert bench.wait(60) != 0
+    finally:
+        if bench.poll() is None:  # never leave a bench training on after a failed test
+            bench.kill()
+            bench.wait()
     seen = lines()
     time.sleep(8)  # an orphaned run would log several more iterations meanwhile
     assert lines() == seen and seen < 200
+    (session,) = json.loads((out / "bench.json").read_text())["sessions"]
+    expected = {"SIGTERM": "stopped by SIGTERM", "SIGINT": "interrupted by SIGINT"}[signal_name]
+    assert session["ended"] == expected and session["finished"] is not None
+    (run,) = session["runs"]
+    assert run["state"] == "interrupted" and run["finished"] is not None

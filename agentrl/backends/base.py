@@ -6,6 +6,7 @@ really sampled from (temperature, top-p, bans and, with constrained decoding, th
 applied). After each optimizer step the trainer calls :meth:`GenerationBackend.sync_weights` so
 that the next rollout samples from the updated policy, and at the start of each iteration
 :meth:`GenerationBackend.reseed` so that sampling is a function of (run seed, iteration).
+Whoever made a backend calls :meth:`GenerationBackend.close` when done with it.
 """
 
 from __future__ import annotations
@@ -51,4 +52,10 @@ class GenerationBackend(Protocol):
         seed derived from (run seed, iteration), so a resumed run samples exactly what the
         uninterrupted run sampled: the stream never depends on how many draws came before.
         """
+        ...
+
+    def close(self) -> None:
+        """Give back what generation holds (a vLLM engine's weights and KV cache, a bf16 copy of
+        the model) so that a process that trains again does not carry it; the backend is unusable
+        afterwards. Calling it twice is harmless."""
         ...

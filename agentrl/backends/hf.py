@@ -72,6 +72,12 @@ class HFBackend:
         clone.requires_grad_(False)
         return clone
 
+    def close(self) -> None:
+        """Drop stored episode KV and the generation copy (the policy's own model stays)."""
+        self.drop_prefixes()
+        if self.own_copy:
+            self.model = None  # type: ignore[assignment]
+
     def reseed(self, seed: int) -> None:
         """Restart the sampling generator (the trainer derives ``seed`` from seed and iteration)."""
         self.generator.manual_seed(seed)

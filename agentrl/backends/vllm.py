@@ -35,6 +35,7 @@ fit); the folder is deleted once the engine has loaded it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import itertools
 import logging
@@ -67,6 +68,36 @@ log = logging.getLogger(__name__)
 
 #: The key under which a request's ``SamplingParams.extra_args`` names its row state.
 EXTRA_KEY = "agentrl_row"
+
+
+class _ExpectedWarnings(logging.Filter):
+    """Drops the warnings vLLM logs for what this backend does on purpose, at every engine start
+    and every weight sync, so that a real warning is not lost among them:
+
+    * "Chat template warmup failed" with a traceback: the engine starts with
+      ``skip_tokenizer_init`` (it is fed token ids) and so has no template to warm up;
+    * "RotaryEmbedding: Failed to load weights": the rotary cache is computed, never loaded;
+    * "ParallelLMHead: Failed to load weights": a tied head is not in the sync stream (the
+      engine ties it to the embedding), and :meth:`VLLMBackend.check_weights` proves after each
+      sync that the engine computes with the trainer's weights.
+    """
+
+    MESSAGES = frozenset({
+        "Chat template warmup failed",
+        "RotaryEmbedding: Failed to load weights",
+        "ParallelLMHead: Failed to load weights",
+    })
+    LOGGERS = ("vllm.renderers.base", "vllm.model_executor.model_loader.reload.layerwise")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() not in self.MESSAGES
+
+    @classmethod
+    def install(cls) -> None:
+        for name in cls.LOGGERS:
+            target = logging.getLogger(name)
+            if not any(isinstance(f, cls) for f in target.filters):
+                target.addFilter(cls())
 
 
 @contextlib.contextmanager
@@ -328,6 +359,7 @@ class VLLMBackend:
         self.seed = seed
         self.last_sync_seconds = 0.0
         self.start_seconds = 0.0
+        self.engine_owns_process_group = False  # set when the engine starts
         self.llm = self._start_engine()
         config = base_model_of(model).config
         self.probe = probe_ids(int(config.vocab_size))
@@ -350,6 +382,7 @@ class VLLMBackend:
         if self.options.cache_root is None:
             self.options.cache_root = cache_dir() / "vllm"
         configure_environment(self.options, self.device)
+        _ExpectedWarnings.install()
         start = time.perf_counter()
         from vllm import LLM
 
@@ -380,6 +413,11 @@ class VLLMBackend:
                 # (vLLM's way for engines launched by torchrun; without it vLLM would adopt the
                 # trainer's process group as a tensor-parallel world of its own)
                 kwargs["distributed_executor_backend"] = "external_launcher"
+            # a group that exists before the engine (torchrun's, a user's) is not the engine's
+            # to destroy at close; otherwise vLLM makes a one-rank group of its own
+            self.engine_owns_process_group = not (
+                torch.distributed.is_available() and torch.distributed.is_initialized()
+            )
             with _modules_hidden_from_kernel_scan():
                 llm = LLM(**kwargs)
         finally:
@@ -387,6 +425,28 @@ class VLLMBackend:
         self.start_seconds = time.perf_counter() - start
         log.info("vLLM engine started in %.1f s", self.start_seconds)
         return llm
+
+    def close(self) -> None:
+        """Shut the engine down, freeing its weights and KV cache.
+
+        Dropping the ``LLM`` object frees nothing: vLLM freezes what it allocated at start out
+        of the garbage collector's reach (``gc.freeze``), so a process that trains twice (a
+        notebook) used to hold both engines (measured with the embedded model and a 2 GiB KV
+        cache: 3.8 GB resident after ``del``, 6.2 GB with a second engine; 1.6 GB after
+        ``close``). vLLM's engine-core shutdown unfreezes and frees them, and also destroys the
+        ``torch.distributed`` group; so it runs only when that group is the one vLLM made for
+        this engine. Beside a group that existed before (torchrun's, a user's) the engine is
+        left to the process's end, as before."""
+        llm, self.llm = self.llm, None
+        if llm is None or not self.engine_owns_process_group:
+            return
+        try:
+            llm.llm_engine.engine_core.shutdown()
+        except Exception as exc:  # noqa: BLE001 - a finished run must not fail on its way out
+            log.warning("the vLLM engine did not shut down cleanly (%s); its memory stays "
+                        "held until the process ends", exc)
+        del llm
+        gc.collect()
 
     @property
     def sleeps(self) -> bool:

@@ -22,6 +22,24 @@ def _cpu_model() -> str | None:
     return None
 
 
+#: the instruction-set features that choose a CPU's numeric path: bf16 native or emulated, and
+#: which kernels vLLM's CPU build packs weights for (oneDNN on AVX-512, AMX tiles where present).
+#: Two machines with one model name can differ here (an Intel Xeon with and without AMX), and a
+#: greedy evaluation can then break a near-tie differently on the same weights.
+ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def cpu_isa(cpuinfo: str = "/proc/cpuinfo") -> str | None:
+    """The :data:`ISA_FLAGS` this CPU has, space-separated (``none of them`` if it has none;
+    None where ``cpuinfo`` cannot be read)."""
+    try:
+        with open(cpuinfo) as fh:
+            flags = next(line for line in fh if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return None
+    return " ".join(f for f in ISA_FLAGS if f in flags) or "none of them"
+
+
 def _memory_gib() -> float | None:
     try:
         with open("/proc/meminfo") as fh:
@@ -43,6 +61,9 @@ def describe_machine(include_accelerators: bool = True) -> dict[str, str]:
     cpu = _cpu_model()
     if cpu:
         out["cpu"] = cpu
+    isa = cpu_isa()
+    if isa:
+        out["cpu_isa"] = isa
     if os.cpu_count():
         out["logical_cores"] = str(os.cpu_count())
     memory = _memory_gib()
@@ -74,6 +95,8 @@ def machine_line(machine: dict[str, str]) -> str:
     parts = []
     if "cpu" in machine:
         parts.append(machine["cpu"])
+    if "cpu_isa" in machine:
+        parts.append(f"CPU features: {machine['cpu_isa']}")
     if "logical_cores" in machine:
         parts.append(f"{machine['logical_cores']} logical cores")
     if "memory_gib" in machine:
