@@ -1186,3 +1186,80 @@ def test_killing_the_bench_stops_the_run_it_was_training(tmp_path, signal_name):
     assert session["ended"] == expected and session["finished"] is not None
     (run,) = session["runs"]
     assert run["state"] == "interrupted" and run["finished"] is not None
+
+
+def test_comparison_table_rows_by_hand(tmp_path):
+    """benchmarks/comparison_table.py: one SAPO run, 4 iterations of 8 trajectories, evaluated on
+    36 games at iterations 0, 2 and 4, its first two iterations on an AMX machine and the last two
+    on one without AMX. Every cell is worked out here from the records written below."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(
+        "comparison_table", root / "benchmarks" / "comparison_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    from agentrl.reporting.runs import load_run
+    from agentrl_envs.alfworld.catalog import TASK_TYPES
+
+    run = tmp_path / "bench" / "sapo" / "seed0"
+    run.mkdir(parents=True)
+    cfg = build_config(algo="sapo", env="agentrl/ALFWorld-v0", model="tiny",
+                       overrides=["train.seed=0", f"train.run_dir={run}", "train.iterations=4",
+                                  "algorithm.lr=3e-05"])
+    save_yaml(cfg, run / "config.yaml")
+
+    def evaluation(wins: int, last: bool) -> dict:
+        # 6 games per task type; the final evaluation wins 3, 2, 1, 0, 0, 0 of them by type.
+        record = {"eval/success_rate": wins / 36, "eval/episodes": 36.0}
+        for i, task_type in enumerate(sorted(TASK_TYPES)):
+            record[f"eval/success/{task_type}"] = (max(3 - i, 0) if last else 1) / 6
+            record[f"eval/episodes/{task_type}"] = 6.0
+        return record
+
+    records = [{"iteration": 0, **evaluation(7, False)}]
+    train_wins = [1, 3, 0, 2]  # of 8 each: 6 in all
+    seconds = [100.0, 90.0, 300.0, 80.0]  # median of the four: (90 + 100) / 2 = 95
+    rss = [10.0, 11.5, 9.0, 9.5]  # peak: 11.5
+    for it in range(1, 5):
+        record = {"iteration": it, "env_steps": 100 * it + 3, "rollout/episodes": 8.0,
+                  "rollout/success_rate": train_wins[it - 1] / 8, "time/iteration": seconds[it - 1],
+                  "memory/peak_rss_gb": rss[it - 1], "policy/kl_ref": 0.01 * it}
+        if it in (2, 4):
+            record.update(evaluation({2: 9, 4: 6}[it], it == 4))
+        records.append(record)
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "summary.json").write_text(json.dumps({"iterations": 4}) + "\n")
+
+    def session(started: str, isa: str, action: str) -> dict:
+        return {"command": "agentrl bench", "started": started, "finished": None,
+                "run_isolation": "process",
+                "machine": {"cpu": "Intel(R) Xeon(R) Processor", "cpu_isa": isa},
+                "runs": [{"algo": "sapo", "seed": 0, "run_dir": str(run), "action": action,
+                          "state": "done"}]}
+
+    manifest = {"sessions": [session("2026-12-01 08:00", "avx2 avx512f avx512_bf16 amx_bf16 amx_tile",
+                                     "fresh"),
+                             session("2026-12-02 08:00", "avx2 avx512f avx512_bf16", "resume")]}
+    (tmp_path / "bench" / "bench.json").write_text(json.dumps(manifest))
+
+    cells = [c.strip() for c in table.row(load_run(run)).strip("|").split("|")]
+    by_type = {t: w for t, w in zip(sorted(TASK_TYPES), (3, 2, 1, 0, 0, 0), strict=True)}
+    assert cells == [
+        "SAPO (3e-05) seed 0",
+        "AMX then no AMX",
+        "7, 9, **6**",
+        ", ".join(str(by_type[t]) for t in table.SHORT),
+        "6 of 32",
+        "403",
+        "95",
+        "11.5",
+        "0.040",
+    ]
+    # A run that shared its process with an earlier run (before each run had a process of its
+    # own) has no trustworthy peak: blank.
+    del manifest["sessions"][1]["run_isolation"]
+    manifest["sessions"][1]["runs"].insert(0, {"algo": "ppo", "seed": 0, "action": "fresh",
+                                               "state": "done", "run_dir": str(run.parent)})
+    (tmp_path / "bench" / "bench.json").write_text(json.dumps(manifest))
+    assert table.row(load_run(run)).split("|")[8].strip() == "-"

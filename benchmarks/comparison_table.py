@@ -1,0 +1,89 @@
+"""The learning comparison's per-run table: one row per run of a bench folder.
+
+``agentrl report`` aggregates over seeds; this table is its companion in docs/benchmarks.md and
+shows every run on its own, because with three seeds and 36 held-out games the spread between
+seeds is most of what there is to see. Each row: the CPU variant that trained it, the held-out
+wins at every evaluation, the final wins per task type, the wins in training, env steps, the
+median time per iteration, the peak resident memory (blank when the run shared its process with
+an earlier run, as the report does), and how far the policy moved from the reference.
+Everything is read from the run folders through the reporting package; nothing is re-run.
+
+    python benchmarks/comparison_table.py docs/results/alfworld-small-conversation/bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from pathlib import Path
+
+from agentrl.reporting.runs import Run, discover_runs
+from agentrl_envs.alfworld.catalog import TASK_TYPES
+
+SHORT = {"look_at_obj_in_light": "look", "pick_and_place": "place", "pick_clean_then_place": "clean",
+         "pick_cool_then_place": "cool", "pick_heat_then_place": "heat", "pick_two_obj_and_place": "two"}
+assert set(SHORT) == set(TASK_TYPES)
+
+ORDER = {"sapo": 0, "ppo": 1, "grpo": 2}
+
+
+def cpu_variant(run: Run) -> str:
+    """AMX or not, for every session that trained the run (a run resumed on another machine
+    shows both)."""
+    names = []
+    for session in run.sessions or ([run.bench] if run.bench else []):
+        isa = session.machine.get("cpu_isa")
+        name = "?" if isa is None else ("AMX" if "amx_bf16" in isa.split() else "no AMX")
+        if name not in names:
+            names.append(name)
+    return " then ".join(names) or "?"
+
+
+def wins(record: dict, rate_key: str, episodes_key: str) -> int | None:
+    rate, episodes = record.get(rate_key), record.get(episodes_key)
+    if not isinstance(rate, (int, float)) or not isinstance(episodes, (int, float)):
+        return None
+    return round(rate * episodes)
+
+
+def row(run: Run) -> str:
+    evals = [(r["iteration"], wins(r, "eval/success_rate", "eval/episodes")) for r, _ in
+             run.values("eval/success_rate")]
+    held_out = ", ".join(str(w) for _, w in evals[:-1]) + (f", **{evals[-1][1]}**" if evals else "")
+    final = run.last_eval() or {}
+    per_type = ", ".join(
+        str(wins(final, f"eval/success/{t}", f"eval/episodes/{t}")) for t in SHORT
+    )
+    trained = [r for r in run.records if r.get("iteration", 0) > 0]
+    train_wins = sum(wins(r, "rollout/success_rate", "rollout/episodes") or 0 for r in trained)
+    episodes = sum(int(r.get("rollout/episodes", 0)) for r in trained)
+    steps = trained[-1].get("env_steps") if trained else None
+    times = [v for r, v in run.values("time/iteration") if r.get("iteration", 0) > 0]
+    rss = [v for _, v in run.values("memory/peak_rss_gb")]
+    kl = run.values("policy/kl_ref")
+    lr = (run.config.get("algorithm") or {}).get("lr")
+    return (
+        f"| {run.algo.upper()} ({lr}) seed {run.seed} | {cpu_variant(run)} | {held_out} | "
+        f"{per_type} | {train_wins} of {episodes} | {steps:,} | "
+        f"{statistics.median(times):.0f} | "
+        f"{'-' if run.memory_inherited or not rss else f'{max(rss):.1f}'} | "
+        f"{kl[-1][1]:.3f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder", type=Path, help="the comparison's bench folder")
+    args = parser.parse_args()
+    runs, _ = discover_runs([args.folder])
+    print("| run | CPU | held-out wins at each evaluation | final per task type "
+          f"({', '.join(SHORT.values())}) | training wins | env steps | median s/iteration "
+          "| peak RSS (GiB) | `policy/kl_ref` at the end |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for run in sorted(runs, key=lambda r: (ORDER.get(r.algo, 9), r.seed or 0)):
+        if run.finished:
+            print(row(run))
+
+
+if __name__ == "__main__":
+    main()
