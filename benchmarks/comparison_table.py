@@ -18,13 +18,11 @@ import statistics
 from pathlib import Path
 
 from agentrl.reporting.runs import Run, discover_runs
-from agentrl_envs.alfworld.catalog import TASK_TYPES
-
-SHORT = {"look_at_obj_in_light": "look", "pick_and_place": "place", "pick_clean_then_place": "clean",
-         "pick_cool_then_place": "cool", "pick_heat_then_place": "heat", "pick_two_obj_and_place": "two"}
-assert set(SHORT) == set(TASK_TYPES)
+from agentrl_envs.alfworld.catalog import SHORT_NAMES as SHORT
 
 ORDER = {"sapo": 0, "ppo": 1, "grpo": 2}
+
+
 
 
 def cpu_variant(run: Run) -> str:

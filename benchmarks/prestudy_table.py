@@ -18,12 +18,9 @@ import statistics
 from pathlib import Path
 
 from agentrl.reporting.runs import Run, discover_runs
-from agentrl_envs.alfworld.catalog import TASK_TYPES
+from agentrl_envs.alfworld.catalog import SHORT_NAMES as SHORT
 
 # The table's columns, in the order docs/benchmarks.md lists them.
-SHORT = {"look_at_obj_in_light": "look", "pick_and_place": "place", "pick_clean_then_place": "clean",
-         "pick_cool_then_place": "cool", "pick_heat_then_place": "heat", "pick_two_obj_and_place": "two"}
-assert set(SHORT) == set(TASK_TYPES)
 
 
 def _count(record: dict, key: str, episodes_key: str) -> str:

@@ -1243,6 +1243,8 @@ def test_comparison_table_rows_by_hand(tmp_path):
                              session("2026-12-02 08:00", "avx2 avx512f avx512_bf16", "resume")]}
     (tmp_path / "bench" / "bench.json").write_text(json.dumps(manifest))
 
+    # every task type has its column name, and the columns follow the task types' alphabetical order
+    assert list(table.SHORT) == sorted(TASK_TYPES)
     cells = [c.strip() for c in table.row(load_run(run)).strip("|").split("|")]
     by_type = {t: w for t, w in zip(sorted(TASK_TYPES), (3, 2, 1, 0, 0, 0), strict=True)}
     assert cells == [

@@ -32,6 +32,17 @@ TASK_TYPES: tuple[str, ...] = (
     "pick_two_obj_and_place",
 )
 
+#: One-word names for table columns (docs/benchmarks.md's tables), in alphabetical order of the
+#: task types, the order the report and the benchmark tables list them.
+SHORT_NAMES: dict[str, str] = {
+    "look_at_obj_in_light": "look",
+    "pick_and_place": "place",
+    "pick_clean_then_place": "clean",
+    "pick_cool_then_place": "cool",
+    "pick_heat_then_place": "heat",
+    "pick_two_obj_and_place": "two",
+}
+
 #: ALFWorld's own task-type names (``traj_data.json`` and ``goal_library``) -> ours.
 OFFICIAL_TASK_TYPES: dict[str, str] = {
     "pick_and_place_simple": "pick_and_place",
