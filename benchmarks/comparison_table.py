@@ -26,12 +26,15 @@ ORDER = {"sapo": 0, "ppo": 1, "grpo": 2}
 
 
 def cpu_variant(run: Run) -> str:
-    """AMX or not, for every session that trained the run (a run resumed on another machine
-    shows both)."""
+    """The CPU's maker and whether it had AMX, for every session that trained the run (a run
+    resumed on another machine shows both): the same weights break greedy near-ties differently
+    on each (docs/benchmarks.md), so a row says where it was computed."""
     names = []
     for session in run.sessions or ([run.bench] if run.bench else []):
-        isa = session.machine.get("cpu_isa")
-        name = "?" if isa is None else ("AMX" if "amx_bf16" in isa.split() else "no AMX")
+        cpu, isa = str(session.machine.get("cpu", "")), session.machine.get("cpu_isa")
+        maker = "AMD" if "AMD" in cpu else "Intel" if "Intel" in cpu else "?"
+        name = f"{maker}, " + ("?" if isa is None else
+                               "AMX" if "amx_bf16" in isa.split() else "no AMX")
         if name not in names:
             names.append(name)
     return " then ".join(names) or "?"

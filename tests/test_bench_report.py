@@ -1249,7 +1249,7 @@ def test_comparison_table_rows_by_hand(tmp_path):
     by_type = {t: w for t, w in zip(sorted(TASK_TYPES), (3, 2, 1, 0, 0, 0), strict=True)}
     assert cells == [
         "SAPO (3e-05) seed 0",
-        "AMX then no AMX",
+        "Intel, AMX then Intel, no AMX",
         "7, 9, **6**",
         ", ".join(str(by_type[t]) for t in table.SHORT),
         "6 of 32",
@@ -1265,3 +1265,8 @@ def test_comparison_table_rows_by_hand(tmp_path):
                                                "state": "done", "run_dir": str(run.parent)})
     (tmp_path / "bench" / "bench.json").write_text(json.dumps(manifest))
     assert table.row(load_run(run)).split("|")[8].strip() == "-"
+    # An AMD EPYC with AVX-512 BF16 (no AMX on any AMD part) names its maker.
+    manifest["sessions"] = [manifest["sessions"][0]]
+    manifest["sessions"][0]["machine"] = {"cpu": "AMD EPYC", "cpu_isa": "avx2 avx512f avx512_bf16"}
+    (tmp_path / "bench" / "bench.json").write_text(json.dumps(manifest))
+    assert table.row(load_run(run)).split("|")[2].strip() == "AMD, no AMX"
