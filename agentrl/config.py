@@ -27,6 +27,10 @@ DEFAULT_SPLITS: dict[str, tuple[str, str]] = {
     "agentrl/KeyDoor-v0": ("train", "eval"),
     "agentrl/ALFWorld-v0": ("train", "eval_seen"),
     "agentrl/WebShop-v0": ("train", "eval"),
+    "agentrl/Chain-v0": ("train", "eval"),
+    "agentrl/Locks-v0": ("train", "eval"),
+    "agentrl/Memory-v0": ("train", "eval"),
+    "agentrl/Corridor-v0": ("train", "eval"),
 }
 
 
@@ -260,6 +264,8 @@ RANGES: dict[str, Range] = {
     "algorithm.group_size": Range(2),
     "algorithm.tis_cap": NON_NEGATIVE,  # 0: no truncated importance-sampling correction
     "algorithm.value_warmup_iterations": NON_NEGATIVE, "algorithm.value_warmup_lr": POSITIVE,
+    "algorithm.value_temperature": POSITIVE, "algorithm.value_lr": POSITIVE,
+    "algorithm.critic_head_lr": POSITIVE,
     "sft.epochs": AT_LEAST_ONE, "sft.lr": POSITIVE, "sft.batch_turns": AT_LEAST_ONE,
     "sft.micro_batch_tokens": AT_LEAST_ONE, "sft.max_grad_norm": POSITIVE, "sft.weight_decay": NON_NEGATIVE,
     "sft.eval_episodes": NON_NEGATIVE,
@@ -269,6 +275,8 @@ RANGES: dict[str, Range] = {
 CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.backend": ("auto", "hf", "vllm"),
     "algorithm.value_squash": ("clip", "tanh"),
+    "algorithm.advantage_turns": ("valid", "all"),
+    "rollout.time_limit": ("auto", "bootstrap", "terminal"),
     "algorithm.gae_level": ("turn", "token"),
     "rollout.history": ("window", "conversation"),
     "algorithm.old_logprob_pass": ("auto", "always"),

@@ -41,6 +41,10 @@ ENV_ALIASES: dict[str, str] = {
     "keydoor": "agentrl/KeyDoor-v0",
     "alfworld": "agentrl/ALFWorld-v0",
     "webshop": "agentrl/WebShop-v0",
+    "chain": "agentrl/Chain-v0",
+    "locks": "agentrl/Locks-v0",
+    "memory": "agentrl/Memory-v0",
+    "corridor": "agentrl/Corridor-v0",
 }
 
 REQUIRED_INFO_KEYS = ("task", "admissible_actions", "won")

@@ -169,12 +169,17 @@ def _rebuild_optimizer(optimizer: torch.optim.Optimizer, module: nn.Module) -> t
     The optimizer is fresh (no state yet) and holds one group built from ``module``'s trainable
     parameters in order, which sharding keeps: the group's list is swapped in place, so every
     hyperparameter stays as the algorithm set it."""
-    if optimizer.state or len(optimizer.param_groups) != 1:
+    if optimizer.state:
         raise RuntimeError("shard the algorithm before its optimizer has stepped")
     params = [p for p in module.parameters() if p.requires_grad]
-    if len(params) != len(optimizer.param_groups[0]["params"]):
+    if len(params) != sum(len(group["params"]) for group in optimizer.param_groups):
         raise RuntimeError("sharding changed the number of trainable parameters")
-    optimizer.param_groups[0]["params"] = params
+    # groups hold consecutive runs of the module's parameters (PPO's critic: body, then head)
+    offset = 0
+    for group in optimizer.param_groups:
+        count = len(group["params"])
+        group["params"] = params[offset:offset + count]
+        offset += count
     return optimizer
 
 
@@ -230,6 +235,9 @@ def shard_algorithm(algorithm: Any) -> Sharding:
     if not is_distributed():
         raise UserError("train.parallel=fsdp needs several processes: start the run with "
                         "`torchrun --nproc_per_node N -m agentrl.cli run ...`.")
+    if getattr(algorithm, "value_rows", None) is not None:
+        raise UserError("algorithm.value_lr is not supported with train.parallel=fsdp yet (the value "
+                        "rows are two rows of a sharded matrix); leave it unset there.")
     policy = algorithm.policy
     device = policy.device
     sharding = Sharding()

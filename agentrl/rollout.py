@@ -69,6 +69,13 @@ class RolloutConfig:
     generation_dtype: str = "auto"  # auto: bf16 copy for fp32 training on CPUs with native bf16 (build.generation_dtype); same; or a dtype
     generation_batch_size: int = 64
     env_workers: int = 0  # > 0: envs live in this many worker processes (agentrl.env_workers)
+    #: What an episode cut by the step limit (the env's, or ``max_turns``) means for the value
+    #: targets. ``bootstrap``: a truncation, V(s_T) continues the return. ``terminal``: the
+    #: episode ended for good (no reward can follow). ``auto``: terminal when the env declares
+    #: ``metadata["time_limit_in_observation"] = True`` (the time left is part of the state,
+    #: so the limit is part of the task: Pardo et al. 2018, "Time Limits in RL"), else bootstrap.
+    #: A context-limit or hung-step end always bootstraps.
+    time_limit: Literal["auto", "bootstrap", "terminal"] = "auto"
     env_step_timeout_s: float = 120.0  # a step hanging longer truncates its episode; 0: off (agentrl.env_step_timeout)
 
     def sampling(self, greedy: bool = False) -> SamplingParams:
@@ -167,7 +174,10 @@ class RolloutEngine:
         self.action_format = action_format
         self.config = config
         self.constraints = constraints
-        self.validity = ActionValidity.from_metadata(pool_metadata(pool), action_format)
+        metadata = pool_metadata(pool)
+        self.validity = ActionValidity.from_metadata(metadata, action_format)
+        self.time_limit_terminal = (config.time_limit == "terminal" or (
+            config.time_limit == "auto" and bool(metadata.get("time_limit_in_observation", False))))
         if config.action_mode == "constrained" and constraints is None:
             raise ValueError("constrained action mode needs a ConstraintBuilder")
         self.conversation = conversation
@@ -240,6 +250,8 @@ class RolloutEngine:
                 turn_number = len(slot.trajectory.turns) + 1
                 if max_turns is not None and turn_number >= max_turns and not terminated:
                     truncated = True
+                if truncated and not terminated and self.time_limit_terminal and "env_error" not in info:
+                    terminated, truncated = True, False  # the step limit is part of the task
                 following = None  # conversation mode: the next turn's prompt
                 if self._conversing and not terminated:
                     following = self.conversation.extend(prompt, gen.token_ids, reply, obs,

@@ -25,9 +25,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import random
 import re
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -77,7 +79,7 @@ from agentrl.rundir import (
 )
 from agentrl.sharded_checkpoint import load_sharded, without_optimizers, write_sharded_checkpoint
 from agentrl.trajectory import Trajectory
-from agentrl.value_tokens import ValueTokens
+from agentrl.value_tokens import ValueTokens, saved_readout
 
 
 def seed_everything(seed: int) -> None:
@@ -142,6 +144,7 @@ class Trainer:
         self.value_tokens: ValueTokens | None = loaded.value_tokens
         self.policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, config.rollout.temperature)
         self.algorithm = algo_cls(config.algorithm, self.policy, self.r_max, seed=config.train.seed)
+        self._warn_on_readout_change(config.model.name, checkpoint)
         if config.model.reference_offload:
             offload_reference(self.algorithm, self.policy.device)
         # train.parallel=fsdp: policy, reference and critic sharded over the ranks (agentrl/fsdp.py)
@@ -386,7 +389,7 @@ class Trainer:
             self.policy.model.save_pretrained(folder)
         self.tokenizer.save_pretrained(folder)
         if self.value_tokens is not None:
-            self.value_tokens.save(folder)
+            self.value_tokens.save(folder, readout=self.algorithm.readout_settings())
         if self.sharding is None:  # under FSDP the critic is in the shards
             self.algorithm.save_extra(folder)
         crash_point("checkpoint", iteration)
@@ -403,12 +406,27 @@ class Trainer:
             "python_rng": random.getstate(),
         }, folder / STATE_FILE)
 
+    def _warn_on_readout_change(self, model_name: str | None, checkpoint: Path | None) -> None:
+        """A warm start from a SAPO checkpoint read at another value temperature: its trained
+        values arrive rescaled (V = squash(d / tau_v)); say so once, do not refuse (it may be
+        what the user wants)."""
+        if checkpoint is not None or not model_name or not Path(os.path.expanduser(model_name)).is_dir():
+            return
+        recorded, current = saved_readout(os.path.expanduser(model_name)), self.algorithm.readout_settings()
+        if recorded and current and recorded != current:
+            warnings.warn(f"model '{model_name}' was trained reading values with {recorded}; this run "
+                          f"reads them with {current}, so its starting values are rescaled.", stacklevel=2)
+
     def _restore(self, folder: Path) -> None:
         from transformers import AutoModelForCausalLM
 
         saved = ValueTokens.load(folder)
         if saved != self.value_tokens:
             raise UserError(f"Checkpoint '{folder}' reserved value tokens {saved} but the model now has {self.value_tokens}; resume with the same model.")
+        recorded, current = saved_readout(folder), self.algorithm.readout_settings()
+        if recorded and current and recorded != current:
+            raise UserError(f"Checkpoint '{folder}' was trained reading values with {recorded} but this run "
+                            f"asks for {current}; resume with the same algorithm settings.")
         if self.sharding is not None:
             load_sharded(folder, self.algorithm)  # weights and optimizer states, every rank
         elif is_adapter_checkpoint(folder):

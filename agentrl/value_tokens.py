@@ -12,7 +12,8 @@ head is ``W[rows-2:]``.
   them (SmolLM2: 49152 rows = tokenizer length).
 
 Both rows start at zero (ours), so ``d = 0`` and every value starts at 0 whatever the state.
-The ids are written to ``agentrl_value_tokens.json`` beside every checkpoint and reused on load.
+The ids are written to ``agentrl_value_tokens.json`` beside every checkpoint and reused on load,
+with the readout settings of the run that trained them (``value_temperature``, ``value_squash``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -42,8 +44,13 @@ class ValueTokens:
     def ids(self) -> list[int]:
         return [self.plus, self.minus]
 
-    def save(self, folder: str | Path) -> None:
-        Path(folder, VALUE_TOKENS_FILE).write_text(json.dumps(asdict(self)) + "\n")
+    def save(self, folder: str | Path, readout: dict[str, Any] | None = None) -> None:
+        """Write the ids, and ``readout`` (how V is read from them: SAPO's ``value_temperature``
+        and ``value_squash``) when a run trained them, so the values mean the same on reload."""
+        data: dict[str, Any] = asdict(self)
+        if readout:
+            data["readout"] = readout
+        Path(folder, VALUE_TOKENS_FILE).write_text(json.dumps(data) + "\n")
 
     @classmethod
     def load(cls, folder: str | Path) -> ValueTokens | None:
@@ -52,6 +59,16 @@ class ValueTokens:
             return None
         data = json.loads(path.read_text())
         return cls(plus=int(data["plus"]), minus=int(data["minus"]))
+
+
+def saved_readout(folder: str | Path) -> dict[str, Any] | None:
+    """The readout settings a checkpoint recorded with its value ids (None: none recorded, as in
+    checkpoints written before tau_v existed, which read V at tau_v 1)."""
+    path = Path(folder, VALUE_TOKENS_FILE)
+    if not path.exists():
+        return None
+    readout = json.loads(path.read_text()).get("readout")
+    return dict(readout) if isinstance(readout, dict) else None
 
 
 def output_rows(model: PreTrainedModel) -> int:

@@ -17,3 +17,8 @@ def _register(env_id: str, entry_point: str) -> None:
 _register("agentrl/KeyDoor-v0", "agentrl_envs.keydoor:KeyDoorEnv")
 _register("agentrl/ALFWorld-v0", "agentrl_envs.alfworld.env:ALFWorldEnv")
 _register("agentrl/WebShop-v0", "agentrl_envs.webshop.env:WebShopEnv")
+# the behaviour suite's probes (agentrl_envs/probes)
+_register("agentrl/Chain-v0", "agentrl_envs.probes.chain:ChainEnv")
+_register("agentrl/Locks-v0", "agentrl_envs.probes.locks:LocksEnv")
+_register("agentrl/Memory-v0", "agentrl_envs.probes.memory:MemoryEnv")
+_register("agentrl/Corridor-v0", "agentrl_envs.probes.corridor:CorridorEnv")

@@ -28,6 +28,7 @@ from agentrl.metrics import PhaseTimer
 from agentrl.policy import Policy, ScoreItem, Scores, SequenceItem
 from agentrl.step_plan import equal_micro_batches, equal_steps, idle_pass
 from agentrl.trajectory import Trajectory, Turn
+from agentrl.value_rows import RowAdam
 
 
 @dataclass
@@ -46,6 +47,13 @@ class AlgoConfig:
     gamma: float = 0.95
     lam: float = 0.95
     normalize_advantages: bool = True
+    #: Which turns carry a policy advantage. ``valid`` (the paper, per its detailed write-up):
+    #: turn advantages are multiplied by the valid-action indicator, the batch mean and std are
+    #: taken over valid turns only, and only valid turns' tokens get one (an invalid turn's
+    #: tokens get 0; its penalty still reaches the earlier turns through GAE). ``all``: every turn
+    #: is normalised and pushed alike (what agentrl did before this setting; a malformed reply is
+    #: then discouraged directly by its own penalised advantage). Turn-level advantages only (SAPO, PPO).
+    advantage_turns: str = "valid"
     weight_decay: float = 0.0
     #: auto: no separate old-log-prob pass when the update is exactly on-policy (one epoch, one
     #: minibatch, no dropout): the first training forward's log-probs, detached, are the old ones.
@@ -65,7 +73,8 @@ class AlgoConfig:
     #: End the warm-up early after an update whose V explained variance (measured before that
     #: update) reached this value. None: always value_warmup_iterations updates.
     value_warmup_ev: float | None = None
-    #: Learning rate of the warm-up's value readout (SAPO's value rows). None: ``lr``.
+    #: Learning rate of the warm-up's value readout (SAPO's value rows). None: SAPO's
+    #: ``value_lr`` when set, else ``lr``.
     value_warmup_lr: float | None = None
 
 
@@ -174,6 +183,11 @@ class Algorithm(ABC):
         """Write the algorithm's value estimates into ``turn.stats`` (for eval value traces);
         nothing for critic-free algorithms."""
 
+    def readout_settings(self) -> dict[str, Any] | None:
+        """How this algorithm reads V from the value tokens (recorded in checkpoints); None for
+        algorithms that do not read them."""
+        return None
+
     def save_extra(self, folder: Path) -> None:
         """Write weights other than the policy's (PPO's critic) into a checkpoint folder."""
 
@@ -192,6 +206,8 @@ class ClippedPolicyGradient(Algorithm, ABC):
         self.updates_done = 0  # updates made so far (resumed from the checkpoint)
         self.warmup_ended = False  # the value warm-up reached value_warmup_ev early
         self.warmup_optimizer: torch.optim.Optimizer | None = None
+        #: SAPO with ``value_lr``: the value rows' own optimizer (:mod:`agentrl.value_rows`).
+        self.value_rows: RowAdam | None = None
         self.reference: nn.Module | None = None
         self.reference_is_base_without_adapters = hasattr(policy.model, "disable_adapter")
         if config.kl_coef > 0 and not self.reference_is_base_without_adapters:
@@ -204,7 +220,8 @@ class ClippedPolicyGradient(Algorithm, ABC):
         return {"optimizer": self.optimizer.state_dict(), "generator": self.generator.get_state(),
                 "updates_done": self.updates_done, "warmup_ended": self.warmup_ended,
                 "warmup_optimizer": (self.warmup_optimizer.state_dict()
-                                     if self.warmup_optimizer is not None else None)}
+                                     if self.warmup_optimizer is not None else None),
+                "value_rows": self.value_rows.state_dict() if self.value_rows is not None else None}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if "optimizer" in state:
@@ -215,6 +232,8 @@ class ClippedPolicyGradient(Algorithm, ABC):
         self.warmup_ended = bool(state.get("warmup_ended", False))
         if state.get("warmup_optimizer") is not None:
             self.value_readout_optimizer().load_state_dict(state["warmup_optimizer"])
+        if state.get("value_rows") is not None and self.value_rows is not None:
+            self.value_rows.load_state_dict(state["value_rows"])
 
     # --- value warm-up -----------------------------------------------------------------------------
     def value_warmup_active(self) -> bool:
@@ -250,7 +269,9 @@ class ClippedPolicyGradient(Algorithm, ABC):
     def value_readout_optimizer(self) -> torch.optim.Optimizer:
         """AdamW over the value readout alone, without weight decay (it would shrink every row)."""
         if self.warmup_optimizer is None:
-            lr = self.config.value_warmup_lr if self.config.value_warmup_lr is not None else self.config.lr
+            lr = self.config.value_warmup_lr
+            if lr is None:
+                lr = getattr(self.config, "value_lr", None) or self.config.lr
             self.warmup_optimizer = torch.optim.AdamW([p for p, _ in self.value_readout()], lr=lr,
                                                       weight_decay=0.0)
         return self.warmup_optimizer
@@ -398,14 +419,43 @@ class ClippedPolicyGradient(Algorithm, ABC):
             return None
         return self.score_batch(batch).logprobs
 
-    def normalize(self, advantages: torch.Tensor) -> torch.Tensor:
-        """Batch normalisation of turn advantages over the global batch (all ranks)."""
+    def normalize(self, advantages: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        """Batch normalisation of turn advantages over the global batch (all ranks).
+
+        ``valid`` (a bool per turn) with ``advantage_turns: valid``: the statistics come from
+        the valid turns alone and the invalid turns' advantages are 0 (see :class:`AlgoConfig`).
+        """
+        masked = valid is not None and self.config.advantage_turns == "valid"
+        if masked:
+            keep = valid.to(torch.bool)
+            advantages = torch.where(keep, advantages, torch.zeros_like(advantages))
+            if not self.config.normalize_advantages:
+                return advantages
+            mean, std = global_mean_std(advantages[keep])
+            return torch.where(keep, (advantages - mean) / (std + 1e-8), torch.zeros_like(advantages))
         if not self.config.normalize_advantages:
             return advantages
         mean, std = global_mean_std(advantages)
         return (advantages - mean) / (std + 1e-8)
 
     # --- the optimisation step -----------------------------------------------------------------
+    def optimizer_step(self) -> None:
+        """The main optimizer's step; with :attr:`value_rows` (SAPO's ``value_lr``), the value
+        rows step on their own at their own rate and the main optimizer leaves them as they are."""
+        rows = self.value_rows
+        if rows is None:
+            self.optimizer.step()
+            return
+        grads = rows.take_gradients()
+        saved = rows.values()
+        self.optimizer.step()
+        rows.restore(saved)
+        rows.step(grads)
+
+    def value_lr_metrics(self) -> dict[str, float]:
+        """``optim/value_lr``: the rate the value readout trains at (algorithms that have one)."""
+        return {}
+
     def optimize(self, batch: TurnBatch, old_logprobs: Sequence[torch.Tensor] | None,
                  ref_logprobs: Sequence[torch.Tensor] | None,
                  token_advantages: Sequence[torch.Tensor],
@@ -486,7 +536,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
                     self.value_readout_optimizer().step()
                 else:
                     grad_norms.append(clip_gradients(params, cfg.max_grad_norm))
-                    self.optimizer.step()
+                    self.optimizer_step()
                 token_seen += tokens_local
                 turn_seen += len(turns)
         out = {}
@@ -497,6 +547,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         out["optim/old_pass_skipped"] = float(old_logprobs is None)
         out["optim/grad_norm"] = sum(grad_norms) / max(1, len(grad_norms))
         out["optim/lr"] = self.optimizer.param_groups[0]["lr"]
+        out.update(self.value_lr_metrics())
         out["optim/steps"] = float(len(grad_norms))
         return out
 

@@ -44,7 +44,9 @@ CRITIC_FILE = "critic.pt"
 
 @dataclass
 class PPOConfig(AlgoConfig):
-    critic_lr: float = 1e-5
+    critic_lr: float = 1e-5  # the critic's body
+    #: The critic's value head (a linear layer from zero). None: ``critic_lr``.
+    critic_head_lr: float | None = None
     critic_epochs: int = 1
     value_clip: float | None = 0.2  # in units of R_max
     gae_level: str = "turn"  # "turn" (as SAPO) or "token"
@@ -96,8 +98,15 @@ class PPO(ClippedPolicyGradient):
         self.critic = Critic(policy.model).to(policy.device)
         if getattr(policy.model, "is_gradient_checkpointing", False):
             self.critic.body.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=config.critic_lr,
-                                                  weight_decay=config.weight_decay)
+        head_lr = config.critic_head_lr if config.critic_head_lr is not None else config.critic_lr
+        self.critic_optimizer = torch.optim.AdamW(
+            [{"params": list(self.critic.body.parameters())},
+             {"params": list(self.critic.head.parameters()), "lr": head_lr}],
+            lr=config.critic_lr, weight_decay=config.weight_decay)
+
+    def value_lr_metrics(self) -> dict[str, float]:
+        body, head = self.critic_optimizer.param_groups
+        return {"optim/critic_lr": body["lr"], "optim/critic_head_lr": head["lr"]}
 
     def modules(self) -> list[nn.Module]:
         return super().modules() + [self.critic]
@@ -194,7 +203,8 @@ class PPO(ClippedPolicyGradient):
                 for i, turn in enumerate(turns):
                     turn.stats.update(V=float(v_old[start + i]) * self.r_max, advantage=float(adv[i]))
             raw_adv = advantages.clone()
-            token_adv = turn_advantages_to_tokens(self.normalize(advantages), counts)
+            valid = torch.tensor([t.valid for t in batch.turns], dtype=torch.bool)
+            token_adv = turn_advantages_to_tokens(self.normalize(advantages, valid), counts)
             old_v = [v_old[i:i + 1] for i in range(n)]
             targets = [returns[i:i + 1] for i in range(n)]
 
@@ -216,6 +226,7 @@ class PPO(ClippedPolicyGradient):
             "adv/std": float(raw_adv.std(unbiased=False)) if len(raw_adv) else 0.0,
         })
         metrics.update(self.token_metrics(batch))
+        metrics.update(self.value_lr_metrics())
         return self.finish_update(metrics, metrics["value/explained_variance_v"])
 
     def _token_level(self, batch: TurnBatch, values: list[torch.Tensor], boot_values: list[torch.Tensor]):

@@ -3,9 +3,18 @@
 One LLM is the policy, the state-value and the action-value function. V(s_t) and Q(s_t, a_t)
 are read from two reserved vocabulary ids ``w+``/``w-`` (see :mod:`agentrl.value_tokens`):
 ``d = logit[w+] - logit[w-]`` at the last prompt position gives V, at the last action position
-gives Q, both as ``R_max * squash(d)``. One rollout per task; turn-level GAE on V; a
-lambda-return target for V and an on-policy SARSA target for Q; one backward pass for
+gives Q, both as ``R_max * squash(d / tau_v)`` with ``tau_v`` the value temperature
+(``value_temperature``; the paper's detailed write-up: ``p(c) = clip(d(c) / tau_v, -1, 1)``). One rollout per task; turn-level GAE on V; a
+lambda-return target for V and an on-policy SARSA target for Q; turn advantages normalised over
+the batch's valid turns (``advantage_turns``); one backward pass for
 ``L_pi + c_V L_V + c_Q L_Q + beta KL - c_H H``. ../shared/SAPO.md is the specification.
+
+Two settings decide how fast the readout can learn (under Adam every weight moves about its
+learning rate per step, whatever the gradient's size): ``value_temperature`` divides ``d``, so
+a smaller tau_v makes every step of the two rows (and the backbone's share of the value
+gradient) move V further; ``value_lr`` gives the two value rows a learning rate of their own
+(:mod:`agentrl.value_rows`) while the backbone keeps ``lr``. Both are recorded with the value
+ids in every checkpoint (``agentrl_value_tokens.json``).
 
 Not to be confused with "Soft Adaptive Policy Optimization", also called SAPO (verl, SkyRL,
 ms-swift): a different, clipping-free policy loss.
@@ -17,6 +26,7 @@ the loss scale do not depend on the env's reward scale (ours).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -31,6 +41,7 @@ from agentrl.losses import clipped_value_loss, explained_variance, squash
 from agentrl.metrics import PhaseTimer
 from agentrl.policy import Scores
 from agentrl.trajectory import Trajectory
+from agentrl.value_rows import RowAdam
 
 
 @dataclass
@@ -39,6 +50,16 @@ class SAPOConfig(AlgoConfig):
     q_coef: float = 0.5  # c_Q
     value_clip: float | None = 0.2  # in units of R_max; None disables value clipping
     value_squash: str = "clip"  # "clip" (the paper) or "tanh" (ours: never kills the gradient)
+    #: tau_v: V = R_max * squash(d / tau_v). The paper's write-up names it without a value.
+    value_temperature: float = 1.0
+    #: Learning rate of the two value rows w+/w- (their own Adam; the backbone keeps ``lr``).
+    #: None: ``lr`` for everything, in the one optimizer.
+    value_lr: float | None = None
+
+
+def readout(d: torch.Tensor, cfg: SAPOConfig) -> torch.Tensor:
+    """V or Q in units of R_max from the logit difference ``d``: ``squash(d / tau_v)``."""
+    return squash(d / cfg.value_temperature, cfg.value_squash)
 
 
 class SAPO(ClippedPolicyGradient):
@@ -46,13 +67,37 @@ class SAPO(ClippedPolicyGradient):
     config_class = SAPOConfig
     reads_values = True
 
+    def __init__(self, config: SAPOConfig, policy, r_max: float, seed: int = 0):
+        super().__init__(config, policy, r_max, seed)
+        if config.value_lr is not None:
+            readout_params = self.value_readout()
+            if all(rows is None for _, rows in readout_params):
+                # LoRA: peft holds the value rows in parameters of their own: a param group
+                held = {id(p) for p, _ in readout_params}
+                rest = [p for p in policy.model.parameters() if p.requires_grad and id(p) not in held]
+                self.optimizer = torch.optim.AdamW(
+                    [{"params": rest}, {"params": [p for p, _ in readout_params], "lr": config.value_lr,
+                                        "weight_decay": 0.0}],
+                    lr=config.lr, weight_decay=config.weight_decay)
+            else:
+                self.value_rows = RowAdam(readout_params, lr=config.value_lr)
+
+    def readout_settings(self) -> dict[str, Any]:
+        cfg: SAPOConfig = self.config  # type: ignore[assignment]
+        return {"value_temperature": cfg.value_temperature, "value_squash": cfg.value_squash}
+
+    def value_lr_metrics(self) -> dict[str, float]:
+        cfg: SAPOConfig = self.config  # type: ignore[assignment]
+        return {"optim/value_lr": cfg.value_lr if cfg.value_lr is not None else cfg.lr,
+                "optim/value_temperature": cfg.value_temperature}
+
     def value_trace(self, trajectories) -> None:
         batch = TurnBatch.from_trajectories(trajectories)
         cfg: SAPOConfig = self.config  # type: ignore[assignment]
         scores = self.score_batch(batch, values=True, pass_name="value_trace")
         for turn, d_pre, d_post in zip(batch.turns, scores.pre, scores.post, strict=True):
-            turn.stats.update(V=float(squash(d_pre, cfg.value_squash)) * self.r_max,
-                              Q=float(squash(d_post, cfg.value_squash)) * self.r_max)
+            turn.stats.update(V=float(readout(d_pre, cfg)) * self.r_max,
+                              Q=float(readout(d_post, cfg)) * self.r_max)
 
     def update(self, trajectories: list[Trajectory], timer: PhaseTimer) -> dict[str, float]:
         cfg: SAPOConfig = self.config  # type: ignore[assignment]
@@ -64,8 +109,8 @@ class SAPO(ClippedPolicyGradient):
         # It is never skipped: even exactly on-policy, GAE needs every V before the first backward.
         with timer.phase("old_logprob"):
             old = self.score_batch(batch, values=True, bootstrap=True)
-        v_old = squash(old.pre, cfg.value_squash)
-        q_old = squash(old.post, cfg.value_squash)
+        v_old = readout(old.pre, cfg)
+        q_old = readout(old.post, cfg)
         old_logprobs = old.logprobs[:n]
         with timer.phase("ref_logprob"):
             ref_logprobs = self.reference_logprobs(batch)
@@ -88,7 +133,7 @@ class SAPO(ClippedPolicyGradient):
                                   Q=float(q_old[start + i]) * self.r_max,
                                   advantage=float(adv[i]))
         raw_adv = advantages.clone()
-        advantages = self.normalize(advantages)
+        advantages = self.normalize(advantages, torch.tensor([t.valid for t in batch.turns], dtype=torch.bool))
         token_adv = turn_advantages_to_tokens(advantages, batch.token_counts())
         v_old_turns, q_old_turns = v_old[:n], q_old[:n]
 
@@ -120,8 +165,8 @@ def sapo_value_loss(d_pre: torch.Tensor, d_post: torch.Tensor, v_old: torch.Tens
     the value losses are averaged over turns, not tokens (SAPO.md). Inputs in units of R_max.
     """
     device = d_pre.device
-    v_new = squash(d_pre, cfg.value_squash)
-    q_new = squash(d_post, cfg.value_squash)
+    v_new = readout(d_pre, cfg)
+    q_new = readout(d_post, cfg)
     lv = clipped_value_loss(v_new, v_old.to(device), v_target.to(device), cfg.value_clip)
     lq = clipped_value_loss(q_new, q_old.to(device), q_target.to(device), cfg.value_clip)
     loss = (cfg.value_coef * lv.sum() + cfg.q_coef * lq.sum()) / turns_total
