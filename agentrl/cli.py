@@ -650,6 +650,74 @@ def bench(
 
 @app.command()
 @user_errors
+def suite(
+    algos: Annotated[str, typer.Option(help="Comma-separated algorithms.")] = "sapo,ppo,grpo",
+    probes: Annotated[
+        str | None, typer.Option(help="Comma-separated probes (default: all; see docs/suite.md).")
+    ] = None,
+    seeds: Annotated[int, typer.Option(help="Seeds per probe and algorithm.")] = 10,
+    first_seed: Annotated[int, typer.Option(help="The first seed.")] = 0,
+    model: Annotated[str, typer.Option(help="Model (tiny, or embedded for the slower variant).")] = "tiny",
+    iterations: Annotated[int, typer.Option(help="Training iterations per run.")] = 20,
+    trajectories: Annotated[int, typer.Option(help="Trajectories per iteration, every algorithm.")] = 16,
+    eval_episodes: Annotated[int, typer.Option(help="Eval episodes at the end of each run.")] = 32,
+    set_: SetOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: OUT/<probe>/<algo>/seed<k>/.")]
+    = Path("runs/suite"),
+    stop_after_minutes: Annotated[
+        float | None,
+        typer.Option(help="Stop cleanly after this long; the same command resumes."),
+    ] = None,
+) -> None:
+    """Run the behaviour suite: every probe x algorithm x seed, like-for-like (resumable)."""
+    import datetime
+    import platform
+
+    from agentrl.comparison import parse_algos
+    from agentrl.output_paths import check_output_dir
+    from agentrl.suite import plan_suite, probe_by_name, run_suite, write_manifest
+
+    check_output_dir(out, "suite output folder")
+    if stop_after_minutes is not None and not stop_after_minutes >= 0:
+        raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
+    names = parse_algos(algos)
+    chosen = probe_by_name(probes)
+    overrides = list(set_ or [])
+    plans = plan_suite(names, out, chosen, model=model, seeds=seeds, first_seed=first_seed,
+                       iterations=iterations, trajectories=trajectories,
+                       eval_episodes=eval_episodes, overrides=overrides)
+    _quiet_libraries()
+    total = sum(len(p.runs) for p in plans.values())
+    todo = sum(r.action != "skip" for p in plans.values() for r in p.runs)
+    console.print(f"{len(chosen)} probes x {len(names)} algorithms x {seeds} seeds: {total} runs "
+                  f"({todo} to do) -> {out}")
+    session = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "command": " ".join(shlex.quote(a) for a in sys.argv), "machine": platform.processor()
+               or platform.machine(), "runs_to_do": todo}
+    settings = {"model": model, "seeds": seeds, "first_seed": first_seed, "iterations": iterations,
+                "trajectories": trajectories, "eval_episodes": eval_episodes, "overrides": overrides}
+    write_manifest(out, chosen, names, settings, session)
+    start = time.monotonic()
+
+    def on_run(probe: str, planned: Any, state: str) -> None:
+        if state != "start":
+            console.print(f"{probe:10} {planned.algo:5} seed {planned.seed}: {state} "
+                          f"({time.monotonic() - start:.0f} s)")
+
+    done, left = run_suite(plans, on_run, None if stop_after_minutes is None else 60 * stop_after_minutes)
+    session.update(finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   seconds=round(time.monotonic() - start, 1), runs_done=done, runs_left=left)
+    write_manifest(out, chosen, names, settings, session)
+    if left:
+        console.print(f"stopped at the time limit: {left} of {total} runs not finished; "
+                      "run the same command to resume.")
+        return
+    console.print(f"done; make the report with: agentrl report {shlex.quote(str(out))} "
+                  f"-o {shlex.quote(str(out / 'report'))}")
+
+
+@app.command()
+@user_errors
 def report(
     run_dirs: Annotated[
         list[Path],
@@ -675,6 +743,12 @@ def report(
     if traces < 0:
         raise UserError(f"--traces cannot be negative ({traces}).")
     check_output_dir(output, "report folder")
+    from agentrl.reporting.suite import build_suite_report, is_suite
+
+    if len(run_dirs) == 1 and is_suite(run_dirs[0]):  # an `agentrl suite` output folder
+        html, markdown, count = build_suite_report(run_dirs[0], output)
+        console.print(f"behaviour suite, {count} finished runs\nHTML: {html}\nMarkdown: {markdown}")
+        return
     files = build_report(run_dirs, output, traces, title)
     console.print(
         f"{files.runs} runs in {len(files.groups)} groups ({', '.join(files.groups)}); "

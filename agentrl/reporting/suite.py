@@ -1,0 +1,270 @@
+"""The behaviour suite's report: per probe and algorithm, a normalised score with a 95% interval
+over seeds, the value functions' explained variance, GRPO's collapse rate and the cost.
+
+Reads only files: ``OUT/suite.json`` (the probes with their exact optimal and uniform-random
+returns, written by ``agentrl suite``) and each run's ``metrics.jsonl``, ``summary.json``,
+``config.yaml`` and last ``eval/iter_*.jsonl``. Definitions, stated again in the report:
+
+* **score**: the final evaluation's mean return (32 held-out tasks by default, sampled), and
+  **normalised score** ``(score - random) / (optimal - random)``: 0 is a uniform-random policy,
+  1 the optimum. The interval is Student's t 95% interval of the mean over seeds.
+* **eval EV**: explained variance of V on the final evaluation's turns against the discounted
+  Monte-Carlo return from that turn (``gamma`` of the run), pooled over every turn of the run's
+  episodes; a run whose returns do not vary (no win, or all wins) has none and is counted apart.
+* **train EV**: the update's own ``value/explained_variance_v`` (V before the update against
+  its lambda-return targets), median over the last 5 iterations; batches whose targets do not
+  vary give none and are not averaged in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from agentrl.metrics import read_records
+from agentrl.reporting.document import Document, Image, Note, Paragraph, Section, Table
+from agentrl.reporting.html import render_html
+from agentrl.reporting.markdown import render_markdown
+
+SUITE_FILE = "suite.json"  # agentrl.suite writes it (same name; the report does not import the suite)
+ALGO_COLORS = {"sapo": "#1f77b4", "ppo": "#ff7f0e", "grpo": "#2ca02c"}
+#: two-sided 97.5% quantiles of Student's t, by degrees of freedom (1..30)
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+#: what counts as a value function that learned, on eval EV (docs/suite.md says why)
+EV_THRESHOLD = 0.5
+
+
+def is_suite(path: Path) -> bool:
+    return (path / SUITE_FILE).is_file()
+
+
+def t_interval(values: Sequence[float]) -> tuple[float, float] | None:
+    """(mean, half-width of the 95% t interval); half-width nan for one value; None for none."""
+    xs = [v for v in values if v is not None and math.isfinite(v)]
+    if not xs:
+        return None
+    mean = sum(xs) / len(xs)
+    if len(xs) < 2:
+        return mean, float("nan")
+    sd = statistics.stdev(xs)
+    t = T975[min(len(xs) - 1, len(T975)) - 1]
+    return mean, t * sd / math.sqrt(len(xs))
+
+
+def mc_returns(rewards: Sequence[float], gamma: float) -> list[float]:
+    """Discounted return from each turn: ``G_t = r_t + gamma * G_{t+1}``."""
+    out, g = [], 0.0
+    for r in reversed(rewards):
+        g = r + gamma * g
+        out.append(g)
+    return out[::-1]
+
+
+def pooled_ev(episodes: Sequence[dict[str, Any]], gamma: float) -> float | None:
+    """Explained variance of the turns' recorded ``V`` against their Monte-Carlo returns, pooled
+    over every turn of ``episodes``; None when the returns do not vary or no turn has a V."""
+    values, returns = [], []
+    for ep in episodes:
+        turns = ep.get("turns", [])
+        if not turns or any("V" not in t for t in turns):
+            continue
+        values += [float(t["V"]) for t in turns]
+        returns += mc_returns([float(t["reward"]) for t in turns], gamma)
+    if len(returns) < 2:
+        return None
+    g, v = np.asarray(returns), np.asarray(values)
+    var = float(g.var())
+    if var < 1e-12:
+        return None
+    return float(1.0 - (g - v).var() / var)
+
+
+@dataclass
+class SuiteRun:
+    probe: str
+    algo: str
+    seed: int
+    records: list[dict[str, Any]]
+    final_return: float | None
+    eval_ev: float | None
+    train_ev: float | None
+
+
+def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
+    if not (folder / "summary.json").is_file():
+        return None
+    summary = json.loads((folder / "summary.json").read_text())
+    config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+    gamma = float((config.get("algorithm") or {}).get("gamma", 0.95))
+    records = [r for r in read_records(folder / "metrics.jsonl") if "rollout/return" in r]
+    final = (summary.get("final_eval") or {}).get("eval/return")
+    evals = sorted((folder / "eval").glob("iter_*.jsonl"))
+    eval_ev = None
+    if evals and algo != "grpo":
+        episodes = [json.loads(line) for line in evals[-1].read_text().splitlines() if line.strip()]
+        eval_ev = pooled_ev(episodes, gamma)
+    batch_evs = [r.get("value/explained_variance_v") for r in records[-5:]]
+    batch_evs = [e for e in batch_evs if isinstance(e, (int, float)) and math.isfinite(e)]
+    train_ev = statistics.median(batch_evs) if batch_evs and algo != "grpo" else None
+    return SuiteRun(probe, algo, int(folder.name.removeprefix("seed")), records,
+                    None if final is None else float(final), eval_ev, train_ev)
+
+
+def read_suite(out: Path) -> tuple[dict[str, Any], list[SuiteRun]]:
+    manifest = json.loads((out / SUITE_FILE).read_text())
+    runs = []
+    for probe in manifest["probes"]:
+        for algo in manifest["algos"]:
+            for folder in sorted((out / probe["name"] / algo).glob("seed*")):
+                run = _read_run(folder, probe["name"], algo)
+                if run is not None:
+                    runs.append(run)
+    return manifest, runs
+
+
+def _fmt(interval: tuple[float, float] | None, digits: int = 2) -> str:
+    if interval is None:
+        return "-"
+    mean, half = interval
+    return f"{mean:.{digits}f}" + ("" if math.isnan(half) else f" ± {half:.{digits}f}")
+
+
+def _normalised(value: float, probe: dict[str, Any]) -> float:
+    span = probe["optimal_return"] - probe["random_return"]
+    return (value - probe["random_return"]) / span if span > 0 else float("nan")
+
+
+def _curves_figure(manifest: dict[str, Any], runs: Sequence[SuiteRun], key: str, path: Path,
+                   ylabel: str, normalise: bool, algos: Sequence[str]) -> Path | None:
+    probes = manifest["probes"]
+    fig = Figure(figsize=(3.2 * len(probes), 2.8))
+    FigureCanvasAgg(fig)
+    drew = False
+    for i, probe in enumerate(probes):
+        ax = fig.add_subplot(1, len(probes), i + 1)
+        for algo in algos:
+            curves = []
+            for run in runs:
+                if run.probe != probe["name"] or run.algo != algo:
+                    continue
+                ys = [r.get(key) for r in run.records]
+                ys = [float(y) if isinstance(y, (int, float)) and math.isfinite(y) else np.nan for y in ys]
+                if normalise:
+                    ys = [_normalised(y, probe) for y in ys]
+                curves.append(ys)
+            if not curves:
+                continue
+            width = min(len(c) for c in curves)
+            data = np.array([c[:width] for c in curves])
+            if key.startswith("value/"):
+                data = np.clip(data, -1.0, 1.0)
+                centre = np.nanmedian(data, axis=0)
+            else:
+                centre = np.nanmean(data, axis=0)
+            ax.plot(np.arange(1, width + 1), centre, color=ALGO_COLORS.get(algo), label=algo)
+            drew = True
+        ax.set_title(probe["name"], fontsize=9)
+        ax.set_xlabel("iteration", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if i == 0:
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.legend(fontsize=7)
+    if not drew:
+        return None
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def build_suite_document(out: Path, report_dir: Path) -> Document:
+    manifest, runs = read_suite(out)
+    algos = manifest["algos"]
+    settings = manifest.get("settings", {})
+    rows, value_rows = [], []
+    for probe in manifest["probes"]:
+        for algo in algos:
+            mine = [r for r in runs if r.probe == probe["name"] and r.algo == algo]
+            if not mine:
+                continue
+            scores = [_normalised(r.final_return, probe) for r in mine if r.final_return is not None]
+            collapse = [r2.get("grpo/collapse_share") for r in mine for r2 in r.records]
+            collapse = [c for c in collapse if isinstance(c, (int, float))]
+            seconds = [r2.get("time/iteration") for r in mine for r2 in r.records]
+            seconds = [s for s in seconds if isinstance(s, (int, float))]
+            raw = t_interval([r.final_return for r in mine if r.final_return is not None])
+            rows.append([probe["name"], algo, str(len(mine)), _fmt(raw), _fmt(t_interval(scores)),
+                         f"{100 * sum(collapse) / len(collapse):.0f}%" if collapse else "-",
+                         f"{statistics.median(seconds):.2f}" if seconds else "-"])
+            if algo != "grpo":
+                evs = [r.eval_ev for r in mine if r.eval_ev is not None]
+                flagged = sum(r.eval_ev is None for r in mine)
+                reached = sum(e >= EV_THRESHOLD for e in evs)
+                value_rows.append([probe["name"], algo, _fmt(t_interval(evs)),
+                                   f"{reached} of {len(evs)}", str(flagged),
+                                   _fmt(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
+    figures = report_dir / "figures"
+    blocks: list[Any] = [
+        Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "
+                  f"model `{settings.get('model')}`, {settings.get('iterations')} iterations of "
+                  f"{settings.get('trajectories')} trajectories, seeds from {settings.get('first_seed', 0)}, "
+                  f"{settings.get('eval_episodes')} sampled eval episodes at the end of each run."),
+        Table(["probe", "algorithm", "seeds", "final eval return", "normalised score", "GRPO collapse",
+               "s / iteration (median)"], rows,
+              caption="Normalised score: 0 = uniform-random policy, 1 = optimal; mean ± 95% t interval "
+                      "over seeds. GRPO collapse: share of its groups whose returns were all equal."),
+    ]
+    probes_table = Table(["probe", "env", "options", "measures", "optimal return", "random return"],
+                         [[p["name"], p["env"], ", ".join(f"{k}={v}" for k, v in p["kwargs"].items()),
+                           p.get("measures", ""), f"{p['optimal_return']:.3f}", f"{p['random_return']:.4f}"]
+                          for p in manifest["probes"]])
+    value_blocks: list[Any] = [
+        Table(["probe", "algorithm", "eval EV vs MC return", f"runs with eval EV >= {EV_THRESHOLD}",
+               "runs without return variance", "train EV (last 5, median)"], value_rows,
+              caption="Eval EV: V on the final evaluation's turns against the discounted Monte-Carlo "
+                      "return, pooled per run; mean ± 95% t interval over runs. Train EV: the update's "
+                      "V against its lambda-return targets."),
+    ]
+    images = []
+    for key, name, label, norm in (("rollout/return", "suite_learning.png", "normalised return", True),
+                                   ("value/explained_variance_v", "suite_value_ev.png", "V explained variance (median)", False)):
+        shown = algos if norm else [a for a in algos if a != "grpo"]
+        path = _curves_figure(manifest, runs, key, figures / name, label, norm, shown)
+        if path is not None:
+            images.append(Image(path, label, f"{label} per training iteration, per probe"))
+    if not runs:
+        blocks.append(Note("No run of this suite has finished yet."))
+    sessions = manifest.get("sessions", [])
+    session_rows = [[s.get("started", ""), s.get("machine", ""), str(s.get("runs_done", "-")),
+                     str(s.get("runs_left", "-")), str(s.get("seconds", "-")), s.get("command", "")]
+                    for s in sessions]
+    sections = [
+        Section("results", "Scores", blocks),
+        Section("values", "Value functions", value_blocks + images[1:]),
+        Section("curves", "Learning curves", images[:1]),
+        Section("probes", "Probes", [probes_table]),
+        Section("sessions", "Sessions", [Table(["started", "machine", "runs done", "runs left", "seconds",
+                                                "command"], session_rows, long_columns=frozenset({5}))]),
+    ]
+    return Document("Behaviour suite", f"{out}", sections, list(algos))
+
+
+def build_suite_report(out: Path, report_dir: Path) -> tuple[Path, Path, int]:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    document = build_suite_document(out, report_dir)
+    html_path, md_path = report_dir / "report.html", report_dir / "report.md"
+    html_path.write_text(render_html(document), encoding="utf-8")
+    md_path.write_text(render_markdown(document), encoding="utf-8")
+    return html_path, md_path, len(read_suite(out)[1])
