@@ -691,7 +691,7 @@ def suite(
     todo = sum(r.action != "skip" for p in plans.values() for r in p.runs)
     console.print(f"{len(chosen)} probes x {len(names)} algorithms x {seeds} seeds: {total} runs "
                   f"({todo} to do) -> {out}")
-    session = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    session = {"started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                "command": " ".join(shlex.quote(a) for a in sys.argv), "machine": platform.processor()
                or platform.machine(), "runs_to_do": todo}
     settings = {"model": model, "seeds": seeds, "first_seed": first_seed, "iterations": iterations,
@@ -705,7 +705,7 @@ def suite(
                           f"({time.monotonic() - start:.0f} s)")
 
     done, left = run_suite(plans, on_run, None if stop_after_minutes is None else 60 * stop_after_minutes)
-    session.update(finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    session.update(finished=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                    seconds=round(time.monotonic() - start, 1), runs_done=done, runs_left=left)
     write_manifest(out, chosen, names, settings, session)
     if left:

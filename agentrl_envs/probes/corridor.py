@@ -9,7 +9,7 @@ bootstrap (``rollout.time_limit: auto``).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from .base import ProbeEnv
@@ -71,7 +71,7 @@ class CorridorEnv(ProbeEnv):
         return reach_probability(self.length, self.max_steps)
 
 
-@lru_cache(maxsize=None)
+@cache
 def reach_probability(length: int, moves: int, position: int = 0) -> float:
     """Chance that a uniform random walk from ``position`` (a wall at 0) reaches ``length``
     within ``moves`` moves (exact, by recursion over the moves left)."""
