@@ -675,7 +675,7 @@ def suite(
 
     from agentrl.comparison import parse_algos
     from agentrl.output_paths import check_output_dir
-    from agentrl.suite import plan_suite, probe_by_name, run_suite, write_manifest
+    from agentrl.suite import plan_suite, probe_by_name, probe_records, run_suite, write_manifest
 
     check_output_dir(out, "suite output folder")
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
@@ -696,7 +696,8 @@ def suite(
                or platform.machine(), "runs_to_do": todo}
     settings = {"model": model, "seeds": seeds, "first_seed": first_seed, "iterations": iterations,
                 "trajectories": trajectories, "eval_episodes": eval_episodes, "overrides": overrides}
-    write_manifest(out, chosen, names, settings, session)
+    records = probe_records(chosen)
+    write_manifest(out, records, names, settings, session)
     start = time.monotonic()
 
     def on_run(probe: str, planned: Any, state: str) -> None:
@@ -707,7 +708,7 @@ def suite(
     done, left = run_suite(plans, on_run, None if stop_after_minutes is None else 60 * stop_after_minutes)
     session.update(finished=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                    seconds=round(time.monotonic() - start, 1), runs_done=done, runs_left=left)
-    write_manifest(out, chosen, names, settings, session)
+    write_manifest(out, records, names, settings, session)
     if left:
         console.print(f"stopped at the time limit: {left} of {total} runs not finished; "
                       "run the same command to resume.")

@@ -108,11 +108,13 @@ def plan_suite(algos: Sequence[str], out: Path, probes: Sequence[Probe], *, mode
                trajectories: int = TRAJECTORIES, eval_episodes: int = EVAL_EPISODES,
                overrides: Sequence[str] = ()) -> dict[str, BenchPlan]:
     """One bench plan per probe, under ``OUT/<probe>/``."""
+    # the suite's own ALGO: settings apply where ALGO is compared; the user's go to the bench as
+    # given (a prefix naming an algorithm not compared stays an error there)
+    shared = [s for s in SUITE_SETTINGS if ":" not in s.split("=", 1)[0] or s.split(":", 1)[0] in algos]
     plans = {}
     for probe in probes:
-        sets = [*SUITE_SETTINGS, *probe.overrides,
+        sets = [*shared, *probe.overrides,
                 *(f"env.kwargs.{k}={json.dumps(v)}" for k, v in probe.kwargs.items()), *overrides]
-        sets = [s for s in sets if s.split(":", 1)[0] in algos or ":" not in s.split("=", 1)[0]]
         plans[probe.name] = plan_bench(list(algos), out / probe.name, env=probe.env, model=model,
                                        overrides=sets, seeds=seeds, first_seed=first_seed,
                                        iterations=iterations, trajectories=trajectories,
@@ -127,12 +129,18 @@ def ordered_runs(plans: dict[str, BenchPlan]) -> list[tuple[str, PlannedRun]]:
     return sorted(runs, key=lambda item: (item[1].seed, order[item[0]]))
 
 
-def write_manifest(out: Path, probes: Sequence[Probe], algos: Sequence[str], settings: dict[str, Any],
+def probe_records(probes: Sequence[Probe]) -> list[dict[str, Any]]:
+    """What ``suite.json`` says of each probe: its definition and exact returns."""
+    return [{**asdict(p), "overrides": list(p.overrides), **probe_returns(p)} for p in probes]
+
+
+def write_manifest(out: Path, probes: list[dict[str, Any]], algos: Sequence[str], settings: dict[str, Any],
                    session: dict[str, Any]) -> None:
-    """``OUT/suite.json``: the probes, the shared settings and every invocation (appended)."""
+    """``OUT/suite.json``: the probes (:func:`probe_records`), the shared settings and every
+    invocation (appended)."""
     path = out / SUITE_FILE
     data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
-    data["probes"] = [{**asdict(p), "overrides": list(p.overrides), **probe_returns(p)} for p in probes]
+    data["probes"] = probes
     data["algos"] = list(algos)
     data["settings"] = settings
     sessions = data.setdefault("sessions", [])

@@ -412,10 +412,15 @@ class Trainer:
         what the user wants)."""
         if checkpoint is not None or not model_name or not Path(os.path.expanduser(model_name)).is_dir():
             return
-        recorded, current = saved_readout(os.path.expanduser(model_name)), self.algorithm.readout_settings()
-        if recorded and current and recorded != current:
-            warnings.warn(f"model '{model_name}' was trained reading values with {recorded}; this run "
-                          f"reads them with {current}, so its starting values are rescaled.", stacklevel=2)
+        differs = self._readout_difference(Path(os.path.expanduser(model_name)))
+        if differs is not None:
+            warnings.warn(f"model '{model_name}' was trained reading values with {differs[0]}; this run "
+                          f"reads them with {differs[1]}, so its starting values are rescaled.", stacklevel=2)
+
+    def _readout_difference(self, folder: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """(recorded, current) when ``folder`` recorded a value readout other than this run's."""
+        recorded, current = saved_readout(folder), self.algorithm.readout_settings()
+        return (recorded, current) if recorded and current and recorded != current else None
 
     def _restore(self, folder: Path) -> None:
         from transformers import AutoModelForCausalLM
@@ -423,10 +428,10 @@ class Trainer:
         saved = ValueTokens.load(folder)
         if saved != self.value_tokens:
             raise UserError(f"Checkpoint '{folder}' reserved value tokens {saved} but the model now has {self.value_tokens}; resume with the same model.")
-        recorded, current = saved_readout(folder), self.algorithm.readout_settings()
-        if recorded and current and recorded != current:
-            raise UserError(f"Checkpoint '{folder}' was trained reading values with {recorded} but this run "
-                            f"asks for {current}; resume with the same algorithm settings.")
+        differs = self._readout_difference(folder)
+        if differs is not None:
+            raise UserError(f"Checkpoint '{folder}' was trained reading values with {differs[0]} but this run "
+                            f"asks for {differs[1]}; resume with the same algorithm settings.")
         if self.sharding is not None:
             load_sharded(folder, self.algorithm)  # weights and optimizer states, every rank
         elif is_adapter_checkpoint(folder):

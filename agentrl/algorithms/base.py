@@ -114,6 +114,10 @@ class TurnBatch:
     def token_counts(self) -> list[int]:
         return [len(item.action_ids) for item in self.items]
 
+    def valid_mask(self) -> torch.Tensor:
+        """Per turn: whether its action was valid (not penalised), for :meth:`normalize`."""
+        return torch.tensor([turn.valid for turn in self.turns], dtype=torch.bool)
+
 
 def micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
     """Split positions ``0..n-1`` into groups whose padded size (rows x longest) fits the budget.
@@ -425,18 +429,15 @@ class ClippedPolicyGradient(Algorithm, ABC):
         ``valid`` (a bool per turn) with ``advantage_turns: valid``: the statistics come from
         the valid turns alone and the invalid turns' advantages are 0 (see :class:`AlgoConfig`).
         """
-        masked = valid is not None and self.config.advantage_turns == "valid"
-        if masked:
-            keep = valid.to(torch.bool)
-            advantages = torch.where(keep, advantages, torch.zeros_like(advantages))
-            if not self.config.normalize_advantages:
-                return advantages
-            mean, std = global_mean_std(advantages[keep])
-            return torch.where(keep, (advantages - mean) / (std + 1e-8), torch.zeros_like(advantages))
+        if valid is None or self.config.advantage_turns != "valid":
+            valid = torch.ones_like(advantages, dtype=torch.bool)  # every turn counts
+        keep = valid.to(torch.bool)
+        zero = torch.zeros_like(advantages)
+        advantages = torch.where(keep, advantages, zero)
         if not self.config.normalize_advantages:
             return advantages
-        mean, std = global_mean_std(advantages)
-        return (advantages - mean) / (std + 1e-8)
+        mean, std = global_mean_std(advantages[keep])
+        return torch.where(keep, (advantages - mean) / (std + 1e-8), zero)
 
     # --- the optimisation step -----------------------------------------------------------------
     def optimizer_step(self) -> None:

@@ -203,8 +203,7 @@ class PPO(ClippedPolicyGradient):
                 for i, turn in enumerate(turns):
                     turn.stats.update(V=float(v_old[start + i]) * self.r_max, advantage=float(adv[i]))
             raw_adv = advantages.clone()
-            valid = torch.tensor([t.valid for t in batch.turns], dtype=torch.bool)
-            token_adv = turn_advantages_to_tokens(self.normalize(advantages, valid), counts)
+            token_adv = turn_advantages_to_tokens(self.normalize(advantages, batch.valid_mask()), counts)
             old_v = [v_old[i:i + 1] for i in range(n)]
             targets = [returns[i:i + 1] for i in range(n)]
 

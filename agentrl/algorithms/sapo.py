@@ -133,7 +133,7 @@ class SAPO(ClippedPolicyGradient):
                                   Q=float(q_old[start + i]) * self.r_max,
                                   advantage=float(adv[i]))
         raw_adv = advantages.clone()
-        advantages = self.normalize(advantages, torch.tensor([t.valid for t in batch.turns], dtype=torch.bool))
+        advantages = self.normalize(advantages, batch.valid_mask())
         token_adv = turn_advantages_to_tokens(advantages, batch.token_counts())
         v_old_turns, q_old_turns = v_old[:n], q_old[:n]
 

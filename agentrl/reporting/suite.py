@@ -32,12 +32,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from agentrl.metrics import read_records
+from agentrl.reporting.aggregate import mean_std
 from agentrl.reporting.document import Document, Image, Note, Paragraph, Section, Table
+from agentrl.reporting.figures import ALGO_COLORS
 from agentrl.reporting.html import render_html
 from agentrl.reporting.markdown import render_markdown
 
 SUITE_FILE = "suite.json"  # agentrl.suite writes it (same name; the report does not import the suite)
-ALGO_COLORS = {"sapo": "#1f77b4", "ppo": "#ff7f0e", "grpo": "#2ca02c"}
 #: two-sided 97.5% quantiles of Student's t, by degrees of freedom (1..30)
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -50,17 +51,15 @@ def is_suite(path: Path) -> bool:
     return (path / SUITE_FILE).is_file()
 
 
-def t_interval(values: Sequence[float]) -> tuple[float, float] | None:
-    """(mean, half-width of the 95% t interval); half-width nan for one value; None for none."""
-    xs = [v for v in values if v is not None and math.isfinite(v)]
-    if not xs:
+def t_interval(values: Sequence[float | None]) -> tuple[float, float] | None:
+    """(mean, half-width of the 95% t interval) of the finite values; half-width nan for one
+    value; None for none."""
+    summary = mean_std(values)
+    if summary is None:
         return None
-    mean = sum(xs) / len(xs)
-    if len(xs) < 2:
-        return mean, float("nan")
-    sd = statistics.stdev(xs)
-    t = T975[min(len(xs) - 1, len(T975)) - 1]
-    return mean, t * sd / math.sqrt(len(xs))
+    if summary.sem is None:
+        return summary.mean, float("nan")
+    return summary.mean, T975[min(summary.n - 1, len(T975)) - 1] * summary.sem
 
 
 def mc_returns(rewards: Sequence[float], gamma: float) -> list[float]:
@@ -189,8 +188,9 @@ def _curves_figure(manifest: dict[str, Any], runs: Sequence[SuiteRun], key: str,
     return path
 
 
-def build_suite_document(out: Path, report_dir: Path) -> Document:
-    manifest, runs = read_suite(out)
+def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
+                         runs: Sequence[SuiteRun]) -> Document:
+    """The report's document from what :func:`read_suite` read."""
     algos = manifest["algos"]
     settings = manifest.get("settings", {})
     rows, value_rows = [], []
@@ -263,8 +263,9 @@ def build_suite_document(out: Path, report_dir: Path) -> Document:
 
 def build_suite_report(out: Path, report_dir: Path) -> tuple[Path, Path, int]:
     report_dir.mkdir(parents=True, exist_ok=True)
-    document = build_suite_document(out, report_dir)
+    manifest, runs = read_suite(out)
+    document = build_suite_document(out, report_dir, manifest, runs)
     html_path, md_path = report_dir / "report.html", report_dir / "report.md"
     html_path.write_text(render_html(document), encoding="utf-8")
     md_path.write_text(render_markdown(document), encoding="utf-8")
-    return html_path, md_path, len(read_suite(out)[1])
+    return html_path, md_path, len(runs)
