@@ -194,10 +194,19 @@ class FitData:
                 slot[k, i] = start + i
             if k in batch.bootstrap_of:
                 boot[k] = n + batch.bootstrap_of[k]
-        # held out by task: every episode of one (task, seed) on the same side
+        # Held out by task: every episode of one (task, seed) on the same side. The split is
+        # stratified on whether a task ever paid a reward, so a sparse probe where one task in
+        # eight is won still holds won episodes out (else every held-out return is 0 and the
+        # explained variance is undefined).
+        paid = {(tr.task, tr.task_seed) for tr in trajectories if any(t.reward != 0 for t in tr.turns)}
         keys = sorted({(tr.task, tr.task_seed) for tr in trajectories})
-        random.Random(f"value-fit-split-{split_seed}").shuffle(keys)
-        held = set(keys[: max(1, round(test_fraction * len(keys)))])
+        rng = random.Random(f"value-fit-split-{split_seed}")
+        held: set[tuple[str, int]] = set()
+        for stratum in ([k for k in keys if k in paid], [k for k in keys if k not in paid]):
+            rng.shuffle(stratum)
+            held.update(stratum[: round(test_fraction * len(stratum))])
+        if not held:
+            held.add(rng.choice(keys))
         test = torch.tensor([(tr.task, tr.task_seed) in held for tr in trajectories])
         if bool(test.all()) or not bool(test.any()):
             raise UserError("The episodes hold too few distinct tasks to hold some out.")

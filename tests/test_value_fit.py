@@ -71,6 +71,17 @@ def test_split_keeps_every_task_on_one_side():
     assert sum(next(iter(s)) for s in sides.values()) == 2  # half of the 4 tasks held out
 
 
+def test_split_holds_out_won_tasks_when_wins_are_rare():
+    # 10 tasks, 2 of them won: 0.3 of each stratum -> round(0.6) = 1 won and round(2.4) = 2 lost held
+    # out, for every split seed (an unstratified split would often hold out no win at all)
+    eps = [Trajectory(k, k, f"t{k}", [_turn(0.0), _turn(2.0 if k < 2 else 0.0, terminated=True)]) for k in range(10)]
+    for seed in range(6):
+        data = vf.FitData.build(copy.deepcopy(eps), r_max=2.0, gamma=0.9, lam=0.5, split_seed=seed)
+        held = [t.task_seed for t, test in zip(data.batch.trajectories, data.test_episode.tolist()) if test]
+        assert len(held) == 3 and sum(k < 2 for k in held) == 1
+        assert data.mc[data.turn_slots(True)].var() > 0
+
+
 def test_ridge_recovers_a_linear_value_and_its_alpha():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(200, 5, generator=g)
