@@ -82,9 +82,14 @@ def records_config(paths: list[Path]):
             if not (run / "config.yaml").exists():
                 raise UserError(f"{path} is not inside a run folder (no {run / 'config.yaml'}).")
             configs[run] = build_config(config_path=run / "config.yaml")
+    def played(cfg) -> tuple[dict, dict]:
+        # what shapes an episode; how many tasks an iteration draws (GRPO's groups) does not
+        rollout = {k: v for k, v in asdict(cfg.rollout).items() if k not in ("tasks_per_iteration", "group_size")}
+        return asdict(cfg.env), rollout
+
     first = next(iter(configs.values()))
     for run, cfg in configs.items():
-        if asdict(cfg.env) != asdict(first.env) or asdict(cfg.rollout) != asdict(first.rollout):
+        if played(cfg) != played(first):
             raise UserError(f"{run} has other env or rollout settings than the first run: replay one kind at a time.")
     which = {"eval" if p.parent.name == "eval" else "train" for p in paths}
     if len(which) != 1:
