@@ -1,14 +1,16 @@
 """Values that learn: on the suite's ``chain-d1`` probe, SAPO's V (its two value rows and the
 transformer, through SAPO's own optimizers and clipped value loss) and PPO's critic (its body and
 head, through PPO's) must explain at least 40% of the held-out Monte-Carlo return's variance
-within 160 full-batch value steps, starting from the tiny random model.
+within 192 full-batch value steps, starting from the tiny random model.
 
 Why these numbers (docs/benchmarks.md, "Value fit", ``docs/results/value-fit/chain-d1-tiny``):
 with a random first press the best any V can do is about 0.5 (the press is a coin flip, so the
 first turn's value is 0.5 whatever it reads; after the press the outcome is known). The ridge
 ceiling on the tiny model's frozen features is 0.506; SAPO (lr 1e-3, value_lr 1e-2, tanh) and
 PPO's critic (body 1e-3, head 1e-2) jump from 0 to 0.48-0.50 between 64 and 128 steps and hold
-0.52 at 256. A readout whose value gradient is cut stays at V = 0, explained variance exactly 0:
+0.52 at 256 (this test's episodes, AMD EPYC with AVX-512 BF16: SAPO 0.009 at 96, 0.476 at 128,
+0.515 at 160; PPO -0.269 at 96, 0.502 at 128, 0.520 at 160). 192 steps leave room for the jump to
+come later on another CPU. A readout whose value gradient is cut stays at V = 0, explained variance exactly 0:
 run ``AGENTRL_VALUE_GRADIENT=cut pytest tests/test_value_learning.py`` to see both tests fail
 (they did, docs/benchmarks.md).
 
@@ -30,7 +32,7 @@ from agentrl.policy import Policy
 from agentrl.suite import plan_suite, probe_by_name
 
 CUT = os.environ.get("AGENTRL_VALUE_GRADIENT") == "cut"
-STEPS = 160
+STEPS = 192
 THRESHOLD = 0.4
 
 
