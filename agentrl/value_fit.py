@@ -129,7 +129,9 @@ def replay(engine: RolloutEngine, backend: ReplayBackend,
         recorded = [(t["observation"], t["action"]) for t in record["turns"]]
         played = [(t.observation, t.action) for t in traj.turns]
         if played != recorded:
-            first = next(i for i, (a, b) in enumerate(zip(played + [None] * len(recorded), recorded)) if a != b)
+            # the first turn that differs, or the end of the shorter when one is a prefix of the other
+            first = next((i for i, (a, b) in enumerate(zip(played, recorded, strict=False)) if a != b),
+                         min(len(played), len(recorded)))
             skipped.append(f"task_seed {record['task_seed']}: turn {first + 1} differs from the record")
             continue
         trajectories.append(traj)
@@ -398,7 +400,7 @@ def score(data: FitData, v: torch.Tensor, steps: int) -> FitPoint:
 
 def references(data: FitData, pre: torch.Tensor) -> list[FitResult]:
     """The ridge ceiling on frozen features and the turn-index + task-type baseline (V only)."""
-    train, test = data.turn_slots(False), data.turn_slots(True)
+    train = data.turn_slots(False)
     episode_of = torch.zeros(data.n_slots, dtype=torch.long)
     for k, (start, stop) in enumerate(data.batch.spans):
         episode_of[start:stop] = k
@@ -616,7 +618,7 @@ def train_readout(data: FitData, model: Readout, settings: TrainSettings, value_
                        None if q_all is None else q_all.detach()[train],
                        None if q_target is None else q_target[train])
 
-        def loss_of(v: torch.Tensor, q: torch.Tensor | None) -> torch.Tensor:
+        def loss_of(v: torch.Tensor, q: torch.Tensor | None, anchors=anchors) -> torch.Tensor:
             v_old, v_tgt, q_old, q_tgt = anchors
             loss = value_coef * clipped_value_loss(v[train], v_old, v_tgt, value_clip).sum()
             if q is not None and q_coef and q_old is not None:

@@ -83,8 +83,8 @@ def records_config(paths: list[Path]):
                 raise UserError(f"{path} is not inside a run folder (no {run / 'config.yaml'}).")
             configs[run] = build_config(config_path=run / "config.yaml")
     def played(cfg) -> tuple[dict, dict]:
-        # what shapes an episode; how many tasks an iteration draws (GRPO's groups) does not
-        rollout = {k: v for k, v in asdict(cfg.rollout).items() if k not in ("tasks_per_iteration", "group_size")}
+        # what shapes an episode; how many tasks an iteration draws does not
+        rollout = {k: v for k, v in asdict(cfg.rollout).items() if k != "tasks_per_iteration"}
         return asdict(cfg.env), rollout
 
     first = next(iter(configs.values()))

@@ -41,7 +41,7 @@ def test_returns_and_targets_by_hand():
     v = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.25])  # 8 turns, then V(s_T) of "cut"
     lam = data.lambda_returns(v)
     expected = []
-    for (start, stop), boot in zip(data.batch.spans, [0.0, 0.0, 0.25, 0.0]):
+    for (start, stop), boot in zip(data.batch.spans, [0.0, 0.0, 0.25, 0.0], strict=True):
         turns = data.batch.turns[start:stop]
         _, ret = gae([t.reward / 2.0 for t in turns], v[start:stop].tolist(), [t.terminated for t in turns],
                      boot, 0.9, 0.5)
@@ -53,7 +53,7 @@ def test_returns_and_targets_by_hand():
     q = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
     sarsa = data.sarsa_targets(q, v)
     expected = []
-    for (start, stop), boot in zip(data.batch.spans, [0.0, 0.0, 0.25, 0.0]):
+    for (start, stop), boot in zip(data.batch.spans, [0.0, 0.0, 0.25, 0.0], strict=True):
         turns = data.batch.turns[start:stop]
         expected += sarsa_targets([t.reward / 2.0 for t in turns], q[start:stop].tolist(),
                                   [t.terminated for t in turns], boot, 0.9).tolist()
@@ -65,7 +65,7 @@ def test_split_keeps_every_task_on_one_side():
     eps = _episodes() * 3  # each (task, seed) three times
     data = vf.FitData.build([copy.deepcopy(t) for t in eps], r_max=2.0, gamma=0.9, lam=0.5, test_fraction=0.5)
     sides = {}
-    for traj, test in zip(data.batch.trajectories, data.test_episode.tolist()):
+    for traj, test in zip(data.batch.trajectories, data.test_episode.tolist(), strict=True):
         sides.setdefault((traj.task, traj.task_seed), set()).add(test)
     assert all(len(s) == 1 for s in sides.values())
     assert sum(next(iter(s)) for s in sides.values()) == 2  # half of the 4 tasks held out
@@ -77,7 +77,7 @@ def test_split_holds_out_won_tasks_when_wins_are_rare():
     eps = [Trajectory(k, k, f"t{k}", [_turn(0.0), _turn(2.0 if k < 2 else 0.0, terminated=True)]) for k in range(10)]
     for seed in range(6):
         data = vf.FitData.build(copy.deepcopy(eps), r_max=2.0, gamma=0.9, lam=0.5, split_seed=seed)
-        held = [t.task_seed for t, test in zip(data.batch.trajectories, data.test_episode.tolist()) if test]
+        held = [t.task_seed for t, test in zip(data.batch.trajectories, data.test_episode.tolist(), strict=True) if test]
         assert len(held) == 3 and sum(k < 2 for k in held) == 1
         assert data.mc[data.turn_slots(True)].var() > 0
 

@@ -10,9 +10,9 @@ ceiling on the tiny model's frozen features is 0.506; SAPO (lr 1e-3, value_lr 1e
 PPO's critic (body 1e-3, head 1e-2) jump from 0 to 0.48-0.50 between 64 and 128 steps and hold
 0.52 at 256 (this test's episodes, AMD EPYC with AVX-512 BF16: SAPO 0.009 at 96, 0.476 at 128,
 0.515 at 160; PPO -0.269 at 96, 0.502 at 128, 0.520 at 160). 192 steps leave room for the jump to
-come later on another CPU. A readout whose value gradient is cut stays at V = 0, explained variance exactly 0:
-run ``AGENTRL_VALUE_GRADIENT=cut pytest tests/test_value_learning.py`` to see both tests fail
-(they did, docs/benchmarks.md).
+come later on another CPU. A readout whose value gradient is cut stays at V = 0, explained
+variance exactly 0: run ``AGENTRL_VALUE_GRADIENT=cut pytest tests/test_value_learning.py`` to see
+both tests fail (they did, at EV 0.000: docs/suite.md).
 
 The episodes are played once by the tiny model through the suite's own config (constrained
 decoding, no history) and split by task; this trains the value objective alone, not the policy.
@@ -25,7 +25,6 @@ import pytest
 
 from agentrl import value_fit as vf
 from agentrl.algorithms.ppo import PPOConfig
-from agentrl.algorithms.sapo import SAPOConfig
 from agentrl.build import env_factory, load_for_training, make_backend, make_engine
 from agentrl.config import ModelConfig
 from agentrl.policy import Policy
