@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentrl.reporting.suite import EV_SHARE, SuiteRun, ceiling_ev, mc_returns, pooled_ev, t_interval
+from agentrl.reporting.suite import (
+    EV_SHARE,
+    SuiteRun,
+    ceiling_ev,
+    mc_returns,
+    pooled_ev,
+    t_interval,
+)
 
 
 def _episode(observations: list[str], rewards: list[float], values: list[float]) -> dict:
