@@ -130,27 +130,28 @@ def run(
     set_: SetOpt = None,
     backend: BackendOpt = None,
     iterations: Annotated[int | None, typer.Option(help="Training iterations (train.iterations).")] = None,
-    run_dir: Annotated[Path | None, typer.Option(help="Run directory (train.run_dir).")] = None,
+    run_dir: Annotated[str | None, typer.Option(help="Run directory (train.run_dir): a new or empty folder, or a run to --resume.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --run-dir from its last checkpoint.")] = False,
     logger: Annotated[str | None, typer.Option("--logger", help="Stream metrics to tensorboard and/or wandb (comma-separated; train.loggers).")] = None,
 ) -> None:
     """Train an agent with ALGO on an env."""
     _quiet_libraries()
     from agentrl.config import build_config
+    from agentrl.output_paths import given_path
+    from agentrl.rundir import check_run_dir
     from agentrl.trainer import Trainer
 
-    overrides = list(set_ or [])
-    if backend is not None:
-        overrides.append(f"rollout.backend={backend}")
-    if iterations is not None:
-        overrides.append(f"train.iterations={iterations}")
-    if run_dir is not None:
-        overrides.append(f"train.run_dir={run_dir}")
+    folder = given_path(run_dir, "--run-dir")
+    # the options first, then every --set: --set comes last, as docs/cli.md says
+    overrides = _option_overrides(("rollout.backend", backend), ("train.iterations", iterations),
+                                  ("train.run_dir", folder))
     if logger is not None:
         overrides.append(_loggers_override(logger))
+    overrides += list(set_ or [])
     cfg = build_config(algo=algo, env=env, model=model, config_path=config, overrides=overrides)
     if resume and cfg.train.run_dir is None:
         raise UserError("--resume needs the run directory: pass --run-dir (or train.run_dir).")
+    check_run_dir(cfg.train.run_dir)  # a new or empty folder, or a run: before its config.yaml is read
     if resume:  # the run's own config.yaml, what the command line gives again on top (checked)
         from agentrl.rundir import resume_config
 
@@ -164,6 +165,8 @@ def run(
         if not existed and target.is_dir() and not any(target.iterdir()):
             target.rmdir()  # a failed start leaves no empty run directory behind
         raise
+    for line in trainer.resume_warnings:
+        err_console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     console.print(f"[bold]{cfg.algo}[/] on [bold]{cfg.env.id}[/] with [bold]{cfg.model.name}[/] -> {trainer.run_dir}")
     _print_data(trainer.fingerprints)
     if trainer.restarted:
@@ -198,17 +201,23 @@ def _print_data(fingerprints: dict[str, dict[str, Any]]) -> None:
         console.print(f"{which} data: {summary_text(fingerprint)}", highlight=False, soft_wrap=True)
 
 
+def _option_overrides(*pairs: tuple[str, Any]) -> list[str]:
+    """``key=value`` overrides for the options given (None: not given), in order."""
+    return [f"{key}={value}" for key, value in pairs if value is not None]
+
+
 def _checked_run_dir(cfg: Any) -> Path:
-    """Fix the run directory now (the default name has a timestamp) and check it can be written,
-    then check env, model and backend: all before the trainer loads anything."""
-    from agentrl.output_paths import check_output_dir
+    """Fix the run directory now (the default name has a timestamp) and check it can be written
+    (a new or empty folder, or a run: :func:`agentrl.rundir.check_run_dir`), then check env,
+    model and backend: all before the trainer loads anything."""
     from agentrl.preflight import check_inputs
+    from agentrl.rundir import check_run_dir
     from agentrl.trainer import default_run_dir
 
     if cfg.train.run_dir is None:
         cfg.train.run_dir = str(default_run_dir(cfg))
     target = Path(cfg.train.run_dir)
-    check_output_dir(target, "run directory")
+    check_run_dir(cfg.train.run_dir)
     check_inputs(cfg)
     return target
 
@@ -260,27 +269,25 @@ def eval_(
     episodes: Annotated[int, typer.Option(help="Episodes (eval seeds 0..N-1).")] = 16,
     split: Annotated[str | None, typer.Option(help="Env split to evaluate on (default: the env's eval split).")] = None,
     sample: Annotated[bool, typer.Option("--sample", help="Sample at rollout.temperature instead of greedy decoding.")] = False,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the episodes as JSONL here.")] = None,
+    output_: Annotated[str | None, typer.Option("--output", "-o", help="Write the episodes as JSONL here.")] = None,
 ) -> None:
     """Evaluate a model on an env (no training) and print success per task type."""
     _quiet_libraries()
     import json
 
     from agentrl.build import env_factory, load_for_training, make_backend, make_engine
-    from agentrl.checkpoint_settings import inherited_settings
+    from agentrl.checkpoint_settings import inherited_settings, run_checkpoint
     from agentrl.config import build_config
     from agentrl.evaluation import episode_metrics, evaluate
-    from agentrl.output_paths import check_output_file
+    from agentrl.output_paths import check_output_file, given_path
     from agentrl.policy import Policy
     from agentrl.preflight import check_inputs
 
     if episodes < 1:
         raise UserError(f"--episodes must be at least 1, not {episodes}.")
-    overrides = list(set_ or [])
-    if backend is not None:
-        overrides.append(f"rollout.backend={backend}")
-    if split is not None:
-        overrides.append(f"env.eval_split={split}")
+    output = given_path(output_, "--output")
+    overrides = [*_option_overrides(("rollout.backend", backend), ("env.eval_split", split)), *(set_ or [])]
+    model, chosen = run_checkpoint(model)
     base, run_dir = inherited_settings(model)
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides, base=base)
     if output is not None:
@@ -289,6 +296,8 @@ def eval_(
     from agentrl.fingerprint import for_eval, summary_text, write_beside
 
     played = for_eval(cfg.env, episodes)  # a data mistake is one sentence before the model loads
+    if chosen:
+        console.print(chosen)
     if run_dir is not None:
         console.print(f"using the rollout settings of run {run_dir} (action mode {cfg.rollout.action_mode})")
     with console.status(f"loading {cfg.model.name} ..."):
@@ -414,7 +423,7 @@ def demos(
     env: EnvOpt = None,
     episodes: Annotated[int, typer.Option(help="Expert episodes to record.")] = 100,
     split: Annotated[str | None, typer.Option(help="Env split (default: the env's train split).")] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write.")] = Path("demos.jsonl"),
+    output_: Annotated[str, typer.Option("--output", "-o", help="JSONL file to write.")] = "demos.jsonl",
     expert_noise: Annotated[float, typer.Option(help="Share of moves replaced by random admissible ones.")] = 0.0,
     model: ModelOpt = None,
     config: ConfigOpt = None,
@@ -427,16 +436,15 @@ def demos(
     from agentrl.config import build_config
     from agentrl.demos import record_demos
     from agentrl.models import load_tokenizer, resolve_model
-    from agentrl.output_paths import check_output_file
+    from agentrl.output_paths import check_output_file, given_path
     from agentrl.preflight import check_inputs
 
+    output = given_path(output_, "--output")
     if episodes < 1:
         raise UserError(f"--episodes must be at least 1, not {episodes}.")
     if not 0.0 <= expert_noise < 1.0:
         raise UserError(f"--expert-noise must be in [0, 1), not {expert_noise}.")
-    overrides = list(set_ or [])
-    if split is not None:
-        overrides.append(f"env.train_split={split}")
+    overrides = [*_option_overrides(("env.train_split", split)), *(set_ or [])]
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
     check_output_file(output, "demonstrations file")
     check_inputs(cfg, backend=False)
@@ -458,7 +466,7 @@ def demos(
 @user_errors
 def sft(
     demos_: Annotated[list[Path], typer.Option("--demos", "-d", help="Demonstration JSONL files.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.")],
+    output_: Annotated[str, typer.Option("--output", "-o", help="Checkpoint folder to write (new or empty).")],
     env: EnvOpt = None,
     model: ModelOpt = None,
     config: ConfigOpt = None,
@@ -471,15 +479,14 @@ def sft(
     """Supervised fine-tuning on demonstrations (reply tokens only); writes a checkpoint for run."""
     _quiet_libraries()
     from agentrl.config import build_config
+    from agentrl.output_paths import check_output_dir, given_path
     from agentrl.sft import run_sft
 
-    overrides = list(set_ or [])
-    for key, value in (("epochs", epochs), ("lr", lr), ("eval_episodes", eval_episodes)):
-        if value is not None:
-            overrides.append(f"sft.{key}={value}")
+    output = given_path(output_, "--output")
+    overrides = [*_option_overrides(("sft.epochs", epochs), ("sft.lr", lr), ("sft.eval_episodes", eval_episodes)),
+                 *(set_ or [])]
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
     from agentrl.demos import check_demo_files
-    from agentrl.output_paths import check_output_dir
     from agentrl.preflight import check_inputs
 
     check_output_dir(output, "checkpoint folder", must_be_empty=True)
@@ -561,9 +568,9 @@ def bench(
             "need them."
         ),
     ] = None,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Output folder: OUT/<algo>/seed<k>/.")
-    ] = Path("runs/bench"),
+    out_: Annotated[
+        str, typer.Option("--out", "-o", help="Output folder: OUT/<algo>/seed<k>/ (new, empty, or a bench's to resume).")
+    ] = "runs/bench",
     logger: Annotated[
         str | None,
         typer.Option(
@@ -582,10 +589,18 @@ def bench(
     ] = None,
 ) -> None:
     """Run several algorithms like-for-like over several seeds (resumable)."""
-    from agentrl.comparison import bench_command_text, parse_algos, plan_bench, run_bench
-    from agentrl.output_paths import check_output_dir
+    from agentrl.comparison import (
+        BENCH_FILE,
+        bench_command_text,
+        parse_algos,
+        plan_bench,
+        run_bench,
+    )
+    from agentrl.output_paths import check_owned_dir, given_path
 
-    check_output_dir(out, "bench output folder")
+    out = given_path(out_, "--out")
+    # a bench resumes into its own folder (bench.json); any other non-empty folder is refused
+    check_owned_dir(out, "bench output folder", "a bench's output", lambda p: (p / BENCH_FILE).is_file())
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -662,8 +677,8 @@ def suite(
     trajectories: Annotated[int, typer.Option(help="Trajectories per iteration, every algorithm.")] = 16,
     eval_episodes: Annotated[int, typer.Option(help="Eval episodes at the end of each run.")] = 32,
     set_: SetOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: OUT/<probe>/<algo>/seed<k>/.")]
-    = Path("runs/suite"),
+    out_: Annotated[str, typer.Option("--out", "-o", help="Output folder: OUT/<probe>/<algo>/seed<k>/ (new, empty, or a suite's to resume).")]
+    = "runs/suite",
     stop_after_minutes: Annotated[
         float | None,
         typer.Option(help="Stop cleanly after this long; the same command resumes."),
@@ -674,10 +689,19 @@ def suite(
     import platform
 
     from agentrl.comparison import parse_algos
-    from agentrl.output_paths import check_output_dir
-    from agentrl.suite import plan_suite, probe_by_name, probe_records, run_suite, write_manifest
+    from agentrl.output_paths import check_owned_dir, given_path
+    from agentrl.suite import (
+        SUITE_FILE,
+        plan_suite,
+        probe_by_name,
+        probe_records,
+        run_suite,
+        write_manifest,
+    )
 
-    check_output_dir(out, "suite output folder")
+    out = given_path(out_, "--out")
+    # a suite resumes into its own folder (suite.json); any other non-empty folder is refused
+    check_owned_dir(out, "suite output folder", "a suite's output", lambda p: (p / SUITE_FILE).is_file())
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -727,10 +751,10 @@ def report(
             show_default=False,
         ),
     ],
-    output: Annotated[
-        Path,
-        typer.Option("--output", "-o", help="Folder for report.html, report.md and figures/."),
-    ] = Path("report"),
+    output_: Annotated[
+        str,
+        typer.Option("--output", "-o", help="Folder for report.html, report.md and figures/ (new, empty, or a report's)."),
+    ] = "report",
     traces: Annotated[int, typer.Option(help="Value-trace episodes per algorithm.")] = 2,
     title: Annotated[
         str | None, typer.Option(help="Report title (default: algorithms on env).")
@@ -738,12 +762,13 @@ def report(
 ) -> None:
     """Build a self-contained HTML report and a Markdown twin from run directories."""
     from agentrl.errors import UserError
-    from agentrl.output_paths import check_output_dir
+    from agentrl.output_paths import check_owned_dir, given_path
     from agentrl.reporting.report import build_report
 
+    output = given_path(output_, "--output")
     if traces < 0:
         raise UserError(f"--traces cannot be negative ({traces}).")
-    check_output_dir(output, "report folder")
+    check_owned_dir(output, "report folder", "a report", _is_report)
     from agentrl.reporting.suite import build_suite_report, is_suite
 
     if len(run_dirs) == 1 and is_suite(run_dirs[0]):  # an `agentrl suite` output folder
@@ -756,6 +781,11 @@ def report(
         f"{len(files.figures)} figures"
     )
     console.print(f"HTML: {files.html}\nMarkdown: {files.markdown}")
+
+
+def _is_report(folder: Path) -> bool:
+    """A folder ``agentrl report`` wrote before (rewriting it is what a user asks for)."""
+    return (folder / "report.html").is_file() or (folder / "report.md").is_file()
 
 
 def main() -> None:

@@ -47,6 +47,9 @@ from agentrl.errors import UserError
 from agentrl.reporting.machine import describe_machine
 from agentrl.reporting.runs import flatten
 
+#: The manifest ``agentrl bench`` keeps in its output folder: a folder holding it is a bench's.
+BENCH_FILE = "bench.json"
+
 #: Settings allowed to differ between a run directory on disk and the bench that reuses it:
 #: how long to train, where the folder is, and bookkeeping that changes nothing learned
 #: (the loggers are views of metrics.jsonl: a resumed run may start streaming to TensorBoard).
@@ -192,6 +195,8 @@ def plan_bench(
     shared, own_overrides = split_algorithm_overrides(overrides, algos)
     for text in shared:
         path, value = parse_override(text)
+        if path == ["algo"]:  # every run's algorithm comes from --algos; this one would be ignored
+            raise UserError(f"--set {text} is not used by a bench: the algorithms compared are --algos.")
         _set_dotted(tree, path, value)
     algorithm_section = tree.get("algorithm") or {}
     if not isinstance(algorithm_section, dict):
@@ -373,7 +378,7 @@ class Manifest:
     """``OUT/bench.json``: every bench invocation on this folder, appended, never rewritten away."""
 
     def __init__(self, plan: BenchPlan):
-        self.path = plan.out / "bench.json"
+        self.path = plan.out / BENCH_FILE
         data: dict[str, Any] = {}
         if self.path.is_file():
             try:

@@ -10,6 +10,7 @@ of silently doing nothing.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
-from agentrl.algorithms import AlgoConfig, get_algorithm
+from agentrl.algorithms import AlgoConfig, algorithm_name, get_algorithm
 from agentrl.errors import UserError
 from agentrl.rollout import RolloutConfig
 
@@ -183,12 +184,22 @@ def build_config(algo: str | None = None, env: str | None = None, model: str | N
         tree["model"] = {**(tree.get("model") or {}), "name": model}
     for text in overrides or []:
         path, value = parse_override(text)
+        if path == ["algo"] and algo is not None:
+            _check_same_algorithm(algo, value)
         _set_path(tree, path, value)
     return from_dict(tree)
 
 
+def _check_same_algorithm(algo: str, value: Any) -> None:
+    """``agentrl run sapo --set algo=ppo`` names two algorithms; training either one silently
+    would be wrong for the other, so a ``--set algo`` other than the command's is refused."""
+    if str(value).lower() != algo.lower():
+        raise UserError(f"--set algo={value} contradicts the command's algorithm {algo}; "
+                        f"name the algorithm once, as the command's argument (agentrl run {value}).")
+
+
 def from_dict(tree: dict[str, Any]) -> RunConfig:
-    algo_name = str(tree.get("algo", RunConfig.algo))
+    algo_name = algorithm_name(str(tree.get("algo", RunConfig.algo)))
     algo_cls = get_algorithm(algo_name)
     sections = {
         "env": EnvConfig, "model": ModelConfig, "rollout": RolloutConfig, "train": TrainConfig,
@@ -199,8 +210,23 @@ def from_dict(tree: dict[str, Any]) -> RunConfig:
         raise UserError(f"Unknown config section '{sorted(unknown)[0]}'; sections are: algo, {', '.join(sections)}.")
     built = {name: _build(cls, tree.get(name) or {}, name) for name, cls in sections.items()}
     config = RunConfig(algo=algo_name, **built)
+    check_finite(config)
     validate(config)
     return config
+
+
+def check_finite(config: RunConfig) -> None:
+    """Every number of every section is finite. YAML reads ``.inf`` and ``.nan``, and ``1e400``
+    overflows to inf; a range check with only a lower bound admits inf, and an infinite
+    learning rate or temperature turns the first update or sample into NaN."""
+    for section in dataclasses.fields(config):
+        values = getattr(config, section.name)
+        if not dataclasses.is_dataclass(values):
+            continue
+        for item in dataclasses.fields(values):
+            value = getattr(values, item.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UserError(f"Config key '{section.name}.{item.name}' must be a finite number, not {value}.")
 
 
 # --- ranges ---------------------------------------------------------------------------------------
