@@ -12,6 +12,7 @@ import os
 import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -138,7 +139,7 @@ def run(
     _quiet_libraries()
     from agentrl.config import build_config
     from agentrl.output_paths import given_path
-    from agentrl.rundir import check_run_dir
+    from agentrl.rundir import ResumeFallbackWarning, check_run_dir
     from agentrl.trainer import Trainer
 
     folder = given_path(run_dir, "--run-dir")
@@ -159,7 +160,8 @@ def run(
     target = _checked_run_dir(cfg)
     existed = target.exists()
     try:
-        with console.status(f"loading {cfg.model.name} and {cfg.env.id} ..."):
+        with console.status(f"loading {cfg.model.name} and {cfg.env.id} ..."), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResumeFallbackWarning)  # one warning: line each, below
             trainer = Trainer(cfg, resume=resume)
     except BaseException:
         if not existed and target.is_dir() and not any(target.iterdir()):
@@ -285,7 +287,7 @@ def eval_(
 
     if episodes < 1:
         raise UserError(f"--episodes must be at least 1, not {episodes}.")
-    output = given_path(output_, "--output")
+    output = given_path(output_, "--output", "file")
     overrides = [*_option_overrides(("rollout.backend", backend), ("env.eval_split", split)), *(set_ or [])]
     model, chosen = run_checkpoint(model)
     base, run_dir = inherited_settings(model)
@@ -297,9 +299,10 @@ def eval_(
 
     played = for_eval(cfg.env, episodes)  # a data mistake is one sentence before the model loads
     if chosen:
-        console.print(chosen)
+        console.print(chosen, highlight=False, soft_wrap=True)
     if run_dir is not None:
-        console.print(f"using the rollout settings of run {run_dir} (action mode {cfg.rollout.action_mode})")
+        console.print(f"using the rollout settings of run {run_dir} (action mode {cfg.rollout.action_mode})",
+                      highlight=False, soft_wrap=True)
     with console.status(f"loading {cfg.model.name} ..."):
         loaded = load_for_training(cfg.model, reserve_values=False)
         policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, cfg.rollout.temperature)
@@ -439,7 +442,7 @@ def demos(
     from agentrl.output_paths import check_output_file, given_path
     from agentrl.preflight import check_inputs
 
-    output = given_path(output_, "--output")
+    output = given_path(output_, "--output", "file")
     if episodes < 1:
         raise UserError(f"--episodes must be at least 1, not {episodes}.")
     if not 0.0 <= expert_noise < 1.0:
@@ -642,8 +645,8 @@ def bench(
     statuses = run_bench(
         plan, console, time_limit_s=None if stop_after_minutes is None else 60 * stop_after_minutes
     )
-    warnings = [s for s in statuses if s.warning]
-    for status in warnings:
+    warned = [s for s in statuses if s.warning]
+    for status in warned:
         console.print(
             f"[yellow]warning:[/] {status.run.algo} seed {status.run.seed}: {status.warning}"
         )

@@ -54,7 +54,7 @@ def check_output_dir(path: Path, what: str = "output folder", must_be_empty: boo
     _check_parent(path, what)
 
 
-def given_path(text: str | None, option: str) -> Path | None:
+def given_path(text: str | None, option: str, kind: str = "folder") -> Path | None:
     """The path a command-line option names, refusing an empty one.
 
     ``--run-dir "$DIR"`` with ``DIR`` unset arrives as an empty string, which ``Path`` reads as
@@ -64,7 +64,7 @@ def given_path(text: str | None, option: str) -> Path | None:
     if text is None:
         return None
     if not text.strip():
-        raise UserError(f"{option} is empty (an unset shell variable?); name a folder or file.")
+        raise UserError(f"{option} is empty (an unset shell variable?); name a {kind}.")
     return Path(text)
 
 
@@ -82,5 +82,5 @@ def check_owned_dir(path: Path, what: str, kind: str, owns: Callable[[Path], boo
     if not entries or owns(path):
         return
     shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-    raise UserError(f"Cannot use {what} '{path}': it holds files that are not {kind} ({shown}) and "
-                    f"they would be overwritten; choose a new or empty folder.")
+    raise UserError(f"Cannot use {what} '{path}': it holds files that are not {kind} ({shown}); "
+                    "choose a new or empty folder.")

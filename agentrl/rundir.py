@@ -198,10 +198,22 @@ def read_state(folder: Path) -> dict[str, Any]:
                         f"({_refusal_reason(exc)}), and agentrl does not run code from a run folder; if an "
                         f"older agentrl wrote it, start a new run from its weights with --model {folder}.") from exc
     except (OSError, RuntimeError, EOFError, KeyError, ValueError) as exc:
-        raise UnreadableState(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'empty'}") from exc
+        raise UnreadableState(_first_sentence(exc)) from exc
     if not isinstance(state, dict) or "iteration" not in state:
         raise UnreadableState("it is not a trainer state")
     return state
+
+
+def _first_sentence(exc: BaseException) -> str:
+    """What went wrong reading a file, short: the first sentence of the library's message."""
+    text = str(exc).strip()
+    if not text:
+        return "the file is empty or cut off" if isinstance(exc, EOFError) else type(exc).__name__
+    return text.splitlines()[0].split(". ")[0].rstrip(".")
+
+
+class ResumeFallbackWarning(UserWarning):
+    """Resume skipped a newer checkpoint it could not read (the CLI prints it as one line)."""
 
 
 def _refusal_reason(exc: Exception) -> str:
@@ -230,8 +242,8 @@ def resume_checkpoint(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]] |
         except UnreadableState as exc:
             skipped.append(f"{folder.name} ({exc})")
             continue
-        warnings = [f"checkpoint {name} cannot be read, so the run resumes from {folder.name}" for name in skipped]
-        return folder, state, warnings
+        notes = [f"checkpoint {name} cannot be read, so the run resumes from {folder.name}" for name in skipped]
+        return folder, state, notes
     raise UserError(f"Cannot resume '{run_dir}': none of its checkpoints can be read ({'; '.join(skipped)}); "
                     f"start a new run in another folder.")
 

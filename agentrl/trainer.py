@@ -71,6 +71,7 @@ from agentrl.policy import Policy
 from agentrl.rollout import RolloutEngine, Task
 from agentrl.rundir import (
     STATE_FILE,
+    ResumeFallbackWarning,
     check_resume_config,
     check_run_dir,
     latest_checkpoint,
@@ -201,7 +202,7 @@ class Trainer:
         folder, state, skipped = found
         self.resume_warnings.extend(skipped)
         for line in skipped:
-            warnings.warn(line, stacklevel=2)
+            warnings.warn(line, ResumeFallbackWarning, stacklevel=2)
         return folder, state
 
     def _check_fresh(self) -> None:
