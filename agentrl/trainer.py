@@ -346,14 +346,15 @@ class Trainer:
     def _nonfinite_message(self, iteration: int, exc: NonFiniteUpdate) -> str:
         """One sentence for a run stopped by a non-finite number: the iteration, the quantity,
         and which checkpoint stays ``latest`` (nothing of this iteration is saved)."""
-        if exc.quantity.endswith("weights"):
-            why = "a step made them so (a step too large: lower algorithm.lr)"
-        else:
-            why = "its step was not applied; algorithm.nonfinite=skip would drop such minibatches instead"
         latest = latest_checkpoint(self.run_dir) if is_main() else None
         kept = (f"checkpoint {latest.name} stays the latest" if latest is not None
                 else "no checkpoint was written")
-        return f"Iteration {iteration} stopped the run: the {exc.quantity} is {exc.value} ({why}); {kept}."
+        if exc.quantity.endswith("weights"):
+            owner = exc.quantity.removesuffix("weights")
+            return (f"Iteration {iteration} stopped the run: a {owner}weight is {exc.value} after a step "
+                    f"(a step too large: lower the learning rate); {kept}.")
+        return (f"Iteration {iteration} stopped the run: the {exc.quantity} is {exc.value}, so its step was not "
+                f"applied (algorithm.nonfinite=skip would drop such minibatches instead); {kept}.")
 
     def _seed_iteration(self, iteration: int) -> None:
         """Reseed every random stream iteration ``iteration`` draws from, from (seed, iteration).

@@ -235,8 +235,8 @@ def test_a_nan_loss_mid_run_stops_it_and_latest_stays_the_good_checkpoint(tmp_pa
     run_dir = tmp_path / "run"
     result = runner.invoke(app, ["run", "sapo", *TINY, "--iterations", "3", "--run-dir", str(run_dir)])
     line = _error_line(result)
-    assert line == ("error: Iteration 2 stopped the run: the loss is nan (its step was not applied; "
-                    "algorithm.nonfinite=skip would drop such minibatches instead); checkpoint iter_00001 "
+    assert line == ("error: Iteration 2 stopped the run: the loss is nan, so its step was not applied "
+                    "(algorithm.nonfinite=skip would drop such minibatches instead); checkpoint iter_00001 "
                     "stays the latest."), line
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["iter_00001", "latest"]
     assert (run_dir / "checkpoints" / "latest").read_text().strip() == "iter_00001"
@@ -279,8 +279,9 @@ def test_an_infinite_rate_mid_run_stops_before_a_checkpoint_of_inf_weights(tmp_p
                 group["lr"] = float("inf")
 
     try:
-        with pytest.raises(UserError, match=r"^Iteration 2 stopped the run: the weights are (nan|inf|-inf) "
-                                            r"\(a step made them so .*\); checkpoint iter_00001 stays the latest\.$"):
+        with pytest.raises(UserError, match=r"^Iteration 2 stopped the run: a weight is (nan|inf|-inf) after a "
+                                            r"step \(a step too large: lower the learning rate\); checkpoint "
+                                            r"iter_00001 stays the latest\.$"):
             trainer.train(after)
     finally:
         trainer.close()
