@@ -53,6 +53,10 @@ class Case:
         return [a.replace("{tmp}", str(tmp)) for a in self.argv]
 
 
+#: A user's project folder: a config.yaml of its own (which a run would overwrite) and a README.
+PROJECT = (("project/config.yaml", "algorithm:\n  lr: 3.0e-5\n"), ("project/README", "my project\n"))
+
+
 def _run(*extra: str, algo: str = "sapo") -> tuple[str, ...]:
     return ("run", algo, *TINY, *extra)
 
@@ -178,6 +182,34 @@ CASES: list[Case] = [
          files=(("file", "x"), ("runs", None))),
     Case("bench output is a file", ("bench", *TINY, "--seeds", "1", "-o", "{tmp}/file"), "it is a file, not a folder",
          files=(("file", "x"),)),
+    # --- run folders and what a run may be told (issue 28) ----------------------------------------
+    Case("run dir holding a project's own files", _run("--run-dir", "{tmp}/project"),
+         "it holds files that are not an agentrl run (README, config.yaml)", files=PROJECT),
+    Case("resume of a folder that is not a run", _run("--run-dir", "{tmp}/project", "--resume"),
+         "it holds files that are not an agentrl run", files=PROJECT),
+    Case("run dir given as an empty string", _run("--run-dir", ""), "--run-dir is empty (an unset shell variable?)"),
+    Case("train.run_dir set to an empty string", _set("train.run_dir="), "Config key 'train.run_dir' is empty"),
+    Case("bench output holding other files", ("bench", *TINY, "--seeds", "1", "-o", "{tmp}/project"),
+         "it holds files that are not a bench's output", files=PROJECT),
+    Case("bench output given as an empty string", ("bench", *TINY, "-o", ""), "--out is empty"),
+    Case("suite output holding other files", ("suite", "--seeds", "1", "-o", "{tmp}/project"),
+         "it holds files that are not a suite's output", files=PROJECT),
+    Case("report output holding other files", ("report", "{tmp}/runs", "-o", "{tmp}/project"),
+         "it holds files that are not a report", files=(*PROJECT, ("runs", None))),
+    Case("sft output given as an empty string", ("sft", *TINY, "--demos", "{tmp}/d.jsonl", "-o", ""), "--output is empty",
+         files=(("d.jsonl", DEMO_LINE + "\n"),)),
+    Case("demos output given as an empty string", ("demos", *TINY, "-o", ""), "--output is empty"),
+    Case("--set algo contradicting the command", _set("algo=ppo"), "contradicts the command's algorithm sapo"),
+    Case("--set algo in a bench", ("bench", *TINY, "--set", "algo=ppo", "-o", "{tmp}/bench"), "is not used by a bench"),
+    Case("--set comes after --iterations", _run("--iterations", "3", "--set", "train.iterations=0"),
+         "'train.iterations' must be at least 1, not 0"),
+    Case("infinite learning rate", _set("algorithm.lr=.inf"), "'algorithm.lr' must be a finite number, not inf"),
+    Case("learning rate that overflows to inf", _set("algorithm.lr=1e400"), "'algorithm.lr' must be a finite number"),
+    Case("infinite temperature", _set("rollout.temperature=.inf"), "'rollout.temperature' must be a finite number"),
+    Case("NaN clip range", _set("algorithm.clip_eps=.nan"), "'algorithm.clip_eps' must be a finite number, not nan"),
+    Case("infinite rate in a config file", _run("--config", "{tmp}/c.yaml"), "'algorithm.lr' must be a finite number",
+         files=(("c.yaml", "algorithm:\n  lr: .inf\n"),)),
+    Case("non-finite handling misspelt", _set("algorithm.nonfinite=ignore"), "must be one of stop, skip"),
     # --- counts on the command line --------------------------------------------------------------
     Case("eval zero episodes", ("eval", *TINY, "--episodes", "0"), "--episodes must be at least 1"),
     Case("eval negative episodes", ("eval", *TINY, "--episodes", "-3"), "--episodes must be at least 1, not -3"),
