@@ -171,6 +171,23 @@ def test_a_crafted_trainer_state_is_refused_and_runs_nothing(run_copy, tmp_path)
     assert [r["iteration"] for r in read_records(run_copy / "metrics.jsonl")] == [1, 2]  # untouched
 
 
+def test_a_sharded_checkpoint_index_is_read_without_running_code(tmp_path):
+    """FSDP checkpoints: DCP unpickles ``.metadata`` the unsafe way, so agentrl reads it first
+    with an unpickler that admits DCP's records only."""
+    import torch.distributed.checkpoint as dcp
+
+    from agentrl.sharded_checkpoint import check_metadata
+
+    sharded = tmp_path / "sharded"
+    dcp.save({"model": {"w": torch.zeros(3, 2), "b": torch.ones(2, dtype=torch.bfloat16)}}, checkpoint_id=str(sharded))
+    check_metadata(sharded)  # DCP's own index: accepted
+    marker = tmp_path / "pwned"
+    (sharded / ".metadata").write_bytes(pickle.dumps(_Payload(marker)))
+    with pytest.raises(UserError, match=r"it is not a plain sharded-checkpoint index \(it names pathlib.Path.touch\)"):
+        check_metadata(sharded)
+    assert not marker.exists()
+
+
 def test_checkpoint_state_holds_only_tensors_and_plain_numbers(finished_run):
     """What the trainer writes loads with weights_only=True, RNG states included."""
     state = torch.load(finished_run / "checkpoints" / "iter_00002" / "trainer_state.pt", weights_only=True)
