@@ -96,7 +96,16 @@ def check_run_dir(run_dir: str | None) -> None:
         return
     if not str(run_dir).strip():
         raise UserError("Config key 'train.run_dir' is empty (an unset shell variable?); name a folder.")
-    check_owned_dir(Path(run_dir), "run directory", "an agentrl run", is_run_dir)
+    check_owned_dir(Path(run_dir), "run directory", "an agentrl run", _run_or_its_remains)
+
+
+def _run_or_its_remains(folder: Path) -> bool:
+    """A run, or what is left of one whose config a restart removed (``agentrl bench`` clears a
+    run that has records but no checkpoint): only names a run writes, and no ``config.yaml``
+    that is not a run's."""
+    if is_run_dir(folder):
+        return True
+    return not (folder / CONFIG_FILE).exists() and not foreign_entries(folder)
 
 
 # --- checkpoints ---------------------------------------------------------------------------------

@@ -134,6 +134,21 @@ def test_a_run_resumes_with_notes_of_its_own_beside_it(run_copy):
     assert not is_run_dir(run_copy / "checkpoints")
 
 
+def test_what_a_restart_leaves_of_a_run_may_be_trained_into(tmp_path):
+    """A bench restarting a run without a checkpoint removes its config.yaml and log, leaving
+    fingerprint.json: still a run's folder. A lone hand-written config.yaml is not."""
+    from agentrl.rundir import check_run_dir
+
+    folder = tmp_path / "seed0"
+    folder.mkdir()
+    (folder / "fingerprint.json").write_text("{}\n")
+    (folder / "tensorboard").mkdir()
+    check_run_dir(str(folder))  # no error
+    (folder / "config.yaml").write_text("algorithm:\n  lr: 1.0e-5\n")
+    with pytest.raises(UserError, match="it holds files that are not an agentrl run"):
+        check_run_dir(str(folder))
+
+
 def test_a_bench_folder_is_its_own_kind_for_a_bench_only(tmp_path):
     """bench.json makes a folder a bench's (it resumes there); a run folder is not one."""
     bench = tmp_path / "bench"
