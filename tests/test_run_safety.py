@@ -212,6 +212,24 @@ def test_checkpoint_state_holds_only_tensors_and_plain_numbers(finished_run):
     assert version == 3 and len(internal) == 625 and gauss is None  # Mersenne Twister: 624 words + index
 
 
+def test_a_state_written_by_earlier_versions_still_loads(tmp_path):
+    """Earlier versions stored random.getstate()'s tuple itself: plain ints, so weights_only
+    reads it, and the trainer turns it back into the tuple random.setstate wants."""
+    import random
+
+    from agentrl.trainer import _python_rng_state
+
+    folder = tmp_path / "iter_00001"
+    folder.mkdir()
+    random.seed(7)
+    torch.save({"iteration": 1, "python_rng": random.getstate(), "torch_rng": torch.get_rng_state()},
+               folder / "trainer_state.pt")
+    expected = random.random()
+    random.seed(8)
+    random.setstate(_python_rng_state(read_state(folder)["python_rng"]))
+    assert random.random() == expected
+
+
 def test_a_cut_off_latest_checkpoint_falls_back_to_the_one_before(run_copy):
     state = run_copy / "checkpoints" / "iter_00002" / "trainer_state.pt"
     state.write_bytes(state.read_bytes()[:300])  # a copy or a full disk that stopped early
