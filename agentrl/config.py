@@ -291,7 +291,8 @@ RANGES: dict[str, Range] = {
     "algorithm.tis_cap": NON_NEGATIVE,  # 0: no truncated importance-sampling correction
     "algorithm.value_warmup_iterations": NON_NEGATIVE, "algorithm.value_warmup_lr": POSITIVE,
     "algorithm.value_temperature": POSITIVE, "algorithm.value_lr": POSITIVE,
-    "algorithm.critic_head_lr": POSITIVE,
+    "algorithm.critic_head_lr": POSITIVE, "algorithm.value_epochs": NON_NEGATIVE,
+    "algorithm.value_epoch_lr": POSITIVE,
     "sft.epochs": AT_LEAST_ONE, "sft.lr": POSITIVE, "sft.batch_turns": AT_LEAST_ONE,
     "sft.micro_batch_tokens": AT_LEAST_ONE, "sft.max_grad_norm": POSITIVE, "sft.weight_decay": NON_NEGATIVE,
     "sft.eval_episodes": NON_NEGATIVE,

@@ -31,7 +31,7 @@ import copy
 import json
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,46 @@ def play(engine: RolloutEngine, count: int, seed: int, params: SamplingParams | 
         tasks = [Task(seed=s, group=i) for i, s in enumerate(seeds[start:start + batch])]
         out.extend(engine.run(tasks, params).trajectories)
     return out
+
+
+def probe_config(name: str, model: str = "tiny") -> Any:
+    """The run config a suite run of probe ``name`` trains with (its SAPO run's, seed 0): the same
+    env, prompts and decoding the suite uses, so fitted values mean what they mean there."""
+    import tempfile
+
+    from agentrl.suite import plan_suite, probe_by_name
+
+    (probe,) = probe_by_name(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        plans = plan_suite(["sapo"], Path(tmp), [probe], model=model, seeds=1)
+    return plans[probe.name].runs[0].config
+
+
+def load_policy(model: str, seed: int) -> Policy:
+    """A fresh policy with its value rows reserved, on the CPU (what a run would start from)."""
+    from agentrl.build import load_for_training
+    from agentrl.config import ModelConfig
+
+    loaded = load_for_training(replace(ModelConfig(), name=model, device="cpu"), reserve_values=True, seed=seed)
+    return Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, 1.0)
+
+
+def probe_episodes(name: str, model: str = "tiny", count: int = 128,
+                   seed: int = 0) -> tuple[Any, Policy, list[Trajectory]]:
+    """``count`` fresh episodes of suite probe ``name`` played by a fresh ``model`` through the
+    suite's config: (that config, the policy, the trajectories). The value-fit benchmark's probe
+    source and the value-learning test's data."""
+    from agentrl.build import env_factory, make_backend, make_engine
+
+    config = probe_config(name, model)
+    policy = load_policy(model, seed)
+    rollout = replace(config.rollout, env_workers=0)
+    engine = make_engine(policy, make_backend(policy, rollout, seed=seed), rollout,
+                         env_factory(config.env, "train"))
+    try:
+        return config, policy, play(engine, count, seed)
+    finally:
+        engine.pool.close()
 
 
 # --- the data: turns, episodes, splits, returns ----------------------------------------------------

@@ -23,7 +23,6 @@ import json
 import platform
 import random
 import sys
-import tempfile
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -58,15 +57,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="PPO's critic with its body (repeatable)")
     ap.add_argument("--out", type=Path, required=True)
     return ap.parse_args(argv)
-
-
-def probe_config(name: str, model: str):
-    from agentrl.suite import plan_suite, probe_by_name
-
-    (probe,) = probe_by_name(name)
-    with tempfile.TemporaryDirectory() as tmp:
-        plans = plan_suite(["sapo"], Path(tmp), [probe], model=model, seeds=1)
-    return plans[probe.name].runs[0].config
 
 
 def records_config(paths: list[Path]):
@@ -107,15 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     from agentrl import value_fit as vf
     from agentrl.algorithms.ppo import PPOConfig
     from agentrl.algorithms.sapo import SAPOConfig
-    from agentrl.build import env_factory, load_for_training, make_backend, make_engine
-    from agentrl.config import ModelConfig
+    from agentrl.build import env_factory, make_backend, make_engine
     from agentrl.envs import r_max as env_r_max
-    from agentrl.policy import Policy
 
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()
     if args.probe:
-        config, which, records = probe_config(args.probe, args.model or "tiny"), "train", None
+        config, which, records = vf.probe_config(args.probe, args.model or "tiny"), "train", None
         source = {"probe": args.probe, "played": args.episodes}
     else:
         paths = sorted({Path(p) for pattern in args.records for p in glob.glob(pattern)})
@@ -129,9 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         source = {"records": sorted({str(p.parent.parent) for p in paths}), "split": which,
                   "files": len(paths), "episodes_sampled": len(records)}
     model_name = args.model or config.model.name
-    loaded = load_for_training(replace(ModelConfig(), name=model_name, device="cpu"), reserve_values=True,
-                               seed=args.seed)
-    policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, 1.0)
+    policy = vf.load_policy(model_name, args.seed)
     factory = env_factory(config.env, which)
     env = factory()
     r_max = env_r_max(env)

@@ -97,3 +97,31 @@ def test_sapo_records_values_and_grpo_logs_collapse(episodes):
         groups.setdefault(traj.group, []).append(traj.episode_return)
     expected = sum(len(set(r)) == 1 for r in groups.values()) / len(groups)
     assert metrics["grpo/collapse_share"] == pytest.approx(expected)
+
+
+def test_sapo_value_epochs_train_the_value_alone(episodes):
+    """Value-only epochs: the policy's terms carry no gradient (with c_V = c_Q = 0 every
+    value-epoch gradient is exactly zero), they run after the joint epochs, one step per
+    minibatch, and with the value loss on they move V towards its targets."""
+    model, tok, values, trajectories = episodes
+    base = dict(lr=1e-3, minibatch_turns=10_000, kl_coef=0.0, entropy_coef=0.01, epochs=1)
+    silent = SAPO(SAPOConfig(value_coef=0.0, q_coef=0.0, value_epochs=3, **base),
+                  Policy(copy.deepcopy(model), tok, values), r_max=1.0)
+    metrics = silent.update(copy.deepcopy(trajectories), PhaseTimer())
+    assert metrics["optim/steps"] == 1.0 and metrics["optim/value_steps"] == 3.0
+    assert metrics["optim/grad_norm"] > 0  # the joint epoch's policy gradient
+    assert metrics["optim/value_grad_norm"] == 0.0  # the surrogate and entropy are cut in value epochs
+
+    def value_error(value_epochs: int) -> float:
+        trajs = copy.deepcopy(trajectories)
+        for traj in trajs:  # a return to regress towards: every episode pays 1 at its end
+            traj.turns[-1].reward = 1.0
+        clone = copy.deepcopy(model)
+        algo = SAPO(SAPOConfig(value_epochs=value_epochs, value_squash="tanh", value_clip=None, **base),
+                    Policy(clone, tok, values), r_max=1.0)
+        out = algo.update(trajs, PhaseTimer())
+        assert out.get("optim/value_steps", 0.0) == float(value_epochs)
+        algo.value_trace(trajs)  # V after the update
+        return sum((1.0 - t.stats["V"]) ** 2 for traj in trajs for t in traj.turns)
+
+    assert value_error(4) < value_error(0)

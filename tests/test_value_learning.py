@@ -25,10 +25,6 @@ import pytest
 
 from agentrl import value_fit as vf
 from agentrl.algorithms.ppo import PPOConfig
-from agentrl.build import env_factory, load_for_training, make_backend, make_engine
-from agentrl.config import ModelConfig
-from agentrl.policy import Policy
-from agentrl.suite import plan_suite, probe_by_name
 
 CUT = os.environ.get("AGENTRL_VALUE_GRADIENT") == "cut"
 STEPS = 192
@@ -36,17 +32,8 @@ THRESHOLD = 0.4
 
 
 @pytest.fixture(scope="module")
-def chain_d1(tmp_path_factory):
-    (probe,) = probe_by_name("chain-d1")
-    config = plan_suite(["sapo"], tmp_path_factory.mktemp("plan"), [probe], seeds=1)[probe.name].runs[0].config
-    loaded = load_for_training(replace(ModelConfig(), name="tiny", device="cpu"), reserve_values=True, seed=0)
-    policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, 1.0)
-    rollout = replace(config.rollout, env_workers=0)
-    engine = make_engine(policy, make_backend(policy, rollout, seed=0), rollout, env_factory(config.env, "train"))
-    try:
-        trajectories = vf.play(engine, 128, seed=0)
-    finally:
-        engine.pool.close()
+def chain_d1():
+    config, policy, trajectories = vf.probe_episodes("chain-d1", "tiny", count=128, seed=0)
     data = vf.FitData.build(trajectories, 1.0, config.algorithm.gamma, config.algorithm.lam)
     return data, policy, config.algorithm
 

@@ -13,7 +13,8 @@ import copy
 import math
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -510,6 +511,8 @@ class ClippedPolicyGradient(Algorithm, ABC):
                  token_advantages: Sequence[torch.Tensor],
                  extra_loss: Callable[[Scores, list[int], float], tuple[torch.Tensor, dict[str, float]]] | None = None,
                  value_only: bool = False,
+                 value_epochs: int = 0,
+                 value_epoch_lr: float | None = None,
                  ) -> dict[str, float]:
         """Epochs x minibatches of the clipped surrogate (+ KL, - entropy, + ``extra_loss``).
 
@@ -523,6 +526,13 @@ class ClippedPolicyGradient(Algorithm, ABC):
 
         ``value_only``: a value warm-up step (SAPO): only ``extra_loss`` is minimised, and only
         the value readout moves (:meth:`keep_only_value_readout_gradients`).
+
+        ``value_epochs``: after the joint epochs, that many more passes over the batch in which
+        only ``extra_loss`` is minimised, through every trainable weight (SAPO's value-only
+        epochs, :class:`agentrl.algorithms.sapo.SAPOConfig`). The policy's terms are computed and
+        logged but carry no gradient; the steps count under ``optim/value_steps``. The main
+        optimizer steps at ``value_epoch_lr`` there when given (its moments are shared with the
+        joint steps); the value rows keep their own rate.
         """
         cfg = self.config
         device = self.policy.device
@@ -534,7 +544,9 @@ class ClippedPolicyGradient(Algorithm, ABC):
         reused: list[torch.Tensor] = [torch.zeros(0)] * len(batch.items)
         self.policy.model.train()
         sharded = is_sharded(self.policy.model)
-        for _ in range(cfg.epochs):
+        value_norms: list[float] = []  # the value-only epochs' steps
+        for epoch in range(cfg.epochs + value_epochs):
+            value_pass = epoch >= cfg.epochs  # a value-only epoch: the policy's terms carry no gradient
             # every rank takes the same number of steps, whatever its turn count (agentrl.step_plan)
             for minibatch in equal_steps(minibatch_plan(units, batch.by_episode, cfg.minibatch_turns,
                                                         self.generator)):
@@ -570,14 +582,14 @@ class ClippedPolicyGradient(Algorithm, ABC):
                         weights = tis_weights([batch.turns[i] for i in idx], old, cfg.tis_cap)
                     loss, terms = clipped_policy_loss(scores.logprobs, old, adv, ref, scores.entropy,
                                                       tokens_total, cfg, weights)
-                    if value_only:
+                    if value_only or value_pass:
                         loss = loss * 0.0  # the policy's terms are only logged
-                    for key, value in terms.items():
-                        minibatch_sums[key] += value
                     if extra_loss is not None:
                         extra, extra_sums = extra_loss(scores, idx, turns_total)
                         loss = loss + extra
-                        for key, value in extra_sums.items():
+                        terms = {**terms, **extra_sums}
+                    if not value_pass:  # the logged losses are the joint epochs'
+                        for key, value in terms.items():
                             minibatch_sums[key] += value
                     loss.backward()
                     minibatch_loss += float(loss.detach())
@@ -588,9 +600,15 @@ class ClippedPolicyGradient(Algorithm, ABC):
                     continue  # skip: this minibatch's step and its logged terms are dropped
                 if value_only:
                     self.value_readout_optimizer().step()
+                elif value_pass:
+                    with optimizer_lr(self.optimizer, value_epoch_lr):
+                        self.optimizer_step()
                 else:
                     self.optimizer_step()
                 self.check_weights(stepped)
+                if value_pass:
+                    value_norms.append(norm)
+                    continue
                 grad_norms.append(norm)
                 for key, value in minibatch_sums.items():
                     sums[key] += value
@@ -606,6 +624,9 @@ class ClippedPolicyGradient(Algorithm, ABC):
         out["optim/lr"] = self.optimizer.param_groups[0]["lr"]
         out.update(self.value_lr_metrics())
         out["optim/steps"] = float(len(grad_norms))
+        if value_epochs:
+            out["optim/value_steps"] = float(len(value_norms))
+            out["optim/value_grad_norm"] = sum(value_norms) / max(1, len(value_norms))
         return out
 
 
@@ -616,6 +637,23 @@ def _first_nonfinite(params: Sequence[torch.Tensor]) -> float:
         if bad.numel():
             return float(bad.flatten()[0])
     return math.nan
+
+
+@contextmanager
+def optimizer_lr(optimizer: torch.optim.Optimizer, lr: float | None) -> Iterator[None]:
+    """Every parameter group of ``optimizer`` at ``lr`` for the steps inside (None: as it is).
+    SAPO's value-only epochs step the shared backbone at a rate of their own this way."""
+    if lr is None:
+        yield
+        return
+    saved = [group["lr"] for group in optimizer.param_groups]
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    try:
+        yield
+    finally:
+        for group, rate in zip(optimizer.param_groups, saved, strict=True):
+            group["lr"] = rate
 
 
 def turn_advantages_to_tokens(advantages: torch.Tensor, counts: Sequence[int]) -> list[torch.Tensor]:

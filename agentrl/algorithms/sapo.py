@@ -55,6 +55,16 @@ class SAPOConfig(AlgoConfig):
     #: Learning rate of the two value rows w+/w- (their own Adam; the backbone keeps ``lr``).
     #: None: ``lr`` for everything, in the one optimizer.
     value_lr: float | None = None
+    #: Value-only epochs (ours, not the paper's): after the ``epochs`` joint passes, this many
+    #: more passes over the batch minimise ``c_V L_V + c_Q L_Q`` alone, through every trainable
+    #: weight (the backbone at ``lr``, the value rows at ``value_lr``). SAPO's counterpart of
+    #: PPO's ``critic_epochs``: a value shares the policy's steps otherwise, and on the behaviour
+    #: suite's budget that was too few for it to learn (docs/suite.md). 0: off (the paper).
+    value_epochs: int = 0
+    #: The backbone's rate in the value-only epochs (None: ``lr``); the value rows keep
+    #: ``value_lr``. Lets V's share of the backbone learn at a rate that suits a value (the
+    #: value-fit benchmark: 1e-3 on the tiny model, where 1e-2 collapses) beside a faster policy.
+    value_epoch_lr: float | None = None
 
 
 def readout(d: torch.Tensor, cfg: SAPOConfig) -> torch.Tensor:
@@ -143,7 +153,9 @@ class SAPO(ClippedPolicyGradient):
 
         with timer.phase("actor_update"):  # in a value warm-up, the value rows alone
             metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv, value_losses,
-                                    value_only=self.value_warmup_active())
+                                    value_only=self.value_warmup_active(),
+                                    value_epochs=0 if self.value_warmup_active() else cfg.value_epochs,
+                                    value_epoch_lr=cfg.value_epoch_lr)
         metrics.update({
             "value/explained_variance_v": explained_variance(v_old_turns, v_target),
             "value/explained_variance_q": explained_variance(q_old_turns, q_target),

@@ -11,6 +11,13 @@ returns, written by ``agentrl suite``) and each run's ``metrics.jsonl``, ``summa
 * **eval EV**: explained variance of V on the final evaluation's turns against the discounted
   Monte-Carlo return from that turn (``gamma`` of the run), pooled over every turn of the run's
   episodes; a run whose returns do not vary (no win, or all wins) has none and is counted apart.
+* **EV ceiling**: what the best state-value function could explain on the same episodes: each
+  turn's return predicted by the mean return of the *other* turns that showed the same state
+  (leave-one-out; the state is the observation the prompt showed, every observation so far in
+  conversation mode; a state seen once is predicted by the overall mean). A probe whose first
+  move is a coin flip for the policy has a ceiling well below 1 (chain-d1 about 0.53: the
+  return of the first turn is unknowable before the press), so V counts as **learned** in a run
+  when its eval EV reaches ``EV_SHARE`` of that run's ceiling.
 * **train EV**: the update's own ``value/explained_variance_v`` (V before the update against
   its lambda-return targets), median over the last 5 iterations; batches whose targets do not
   vary give none and are not averaged in.
@@ -43,8 +50,9 @@ SUITE_FILE = "suite.json"  # agentrl.suite writes it (same name; the report does
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-#: what counts as a value function that learned, on eval EV (docs/suite.md says why)
-EV_THRESHOLD = 0.5
+#: what counts as a value function that learned: eval EV at least this share of the run's own
+#: ceiling (:func:`ceiling_ev`; docs/suite.md says why)
+EV_SHARE = 0.5
 
 
 def is_suite(path: Path) -> bool:
@@ -71,23 +79,59 @@ def mc_returns(rewards: Sequence[float], gamma: float) -> list[float]:
     return out[::-1]
 
 
-def pooled_ev(episodes: Sequence[dict[str, Any]], gamma: float) -> float | None:
-    """Explained variance of the turns' recorded ``V`` against their Monte-Carlo returns, pooled
-    over every turn of ``episodes``; None when the returns do not vary or no turn has a V."""
-    values, returns = [], []
+def _turn_targets(episodes: Sequence[dict[str, Any]], gamma: float,
+                  conversation: bool) -> tuple[list[tuple[str, ...]], list[float], list[float]]:
+    """Per turn of the episodes that recorded V: (state key, Monte-Carlo return, V)."""
+    keys: list[tuple[str, ...]] = []
+    returns: list[float] = []
+    values: list[float] = []
     for ep in episodes:
         turns = ep.get("turns", [])
         if not turns or any("V" not in t for t in turns):
             continue
-        values += [float(t["V"]) for t in turns]
+        seen = [str(t.get("observation", "")) for t in turns]
+        keys += [tuple(seen[:i + 1]) if conversation else (seen[i],) for i in range(len(turns))]
         returns += mc_returns([float(t["reward"]) for t in turns], gamma)
+        values += [float(t["V"]) for t in turns]
+    return keys, returns, values
+
+
+def _explained(returns: Sequence[float], predicted: Sequence[float]) -> float | None:
+    g, v = np.asarray(returns, dtype=float), np.asarray(predicted, dtype=float)
+    if len(g) < 2 or float(g.var()) < 1e-12:
+        return None
+    return float(1.0 - (g - v).var() / g.var())
+
+
+def pooled_ev(episodes: Sequence[dict[str, Any]], gamma: float) -> float | None:
+    """Explained variance of the turns' recorded ``V`` against their Monte-Carlo returns, pooled
+    over every turn of ``episodes``; None when the returns do not vary or no turn has a V."""
+    _, returns, values = _turn_targets(episodes, gamma, conversation=False)
+    return _explained(returns, values)
+
+
+def ceiling_ev(episodes: Sequence[dict[str, Any]], gamma: float, conversation: bool = False) -> float | None:
+    """The EV a state-value function could reach on these turns: each return predicted by the
+    mean return of the other turns with the same state key (leave-one-out, so one sample per
+    state does not fit itself; a state seen once gets the mean of all other turns). None when the
+    returns do not vary."""
+    keys, returns, _ = _turn_targets(episodes, gamma, conversation)
     if len(returns) < 2:
         return None
-    g, v = np.asarray(returns), np.asarray(values)
-    var = float(g.var())
-    if var < 1e-12:
-        return None
-    return float(1.0 - (g - v).var() / var)
+    sums: dict[tuple[str, ...], list[float]] = {}
+    for key, g in zip(keys, returns, strict=True):
+        total = sums.setdefault(key, [0.0, 0.0])
+        total[0] += g
+        total[1] += 1
+    overall = sum(returns)
+    predicted = []
+    for key, g in zip(keys, returns, strict=True):
+        total, count = sums[key]
+        if count > 1:
+            predicted.append((total - g) / (count - 1))
+        else:
+            predicted.append((overall - g) / (len(returns) - 1))
+    return _explained(returns, predicted)
 
 
 @dataclass
@@ -99,6 +143,13 @@ class SuiteRun:
     final_return: float | None
     eval_ev: float | None
     train_ev: float | None
+    ceiling: float | None = None  # :func:`ceiling_ev` of the same eval episodes
+
+    @property
+    def learned(self) -> bool:
+        """Whether V reached ``EV_SHARE`` of what these episodes allow."""
+        return (self.eval_ev is not None and self.ceiling is not None and self.ceiling > 0
+                and self.eval_ev >= EV_SHARE * self.ceiling)
 
 
 def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
@@ -110,15 +161,17 @@ def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
     records = [r for r in read_records(folder / "metrics.jsonl") if "rollout/return" in r]
     final = (summary.get("final_eval") or {}).get("eval/return")
     evals = sorted((folder / "eval").glob("iter_*.jsonl"))
-    eval_ev = None
+    eval_ev = ceiling = None
     if evals and algo != "grpo":
         episodes = [json.loads(line) for line in evals[-1].read_text().splitlines() if line.strip()]
         eval_ev = pooled_ev(episodes, gamma)
+        conversation = (config.get("rollout") or {}).get("history") == "conversation"
+        ceiling = ceiling_ev(episodes, gamma, conversation)
     batch_evs = [r.get("value/explained_variance_v") for r in records[-5:]]
     batch_evs = [e for e in batch_evs if isinstance(e, (int, float)) and math.isfinite(e)]
     train_ev = statistics.median(batch_evs) if batch_evs and algo != "grpo" else None
     return SuiteRun(probe, algo, int(folder.name.removeprefix("seed")), records,
-                    None if final is None else float(final), eval_ev, train_ev)
+                    None if final is None else float(final), eval_ev, train_ev, ceiling)
 
 
 def read_suite(out: Path) -> tuple[dict[str, Any], list[SuiteRun]]:
@@ -211,8 +264,9 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
             if algo != "grpo":
                 evs = [r.eval_ev for r in mine if r.eval_ev is not None]
                 flagged = sum(r.eval_ev is None for r in mine)
-                reached = sum(e >= EV_THRESHOLD for e in evs)
+                reached = sum(r.learned for r in mine)
                 value_rows.append([probe["name"], algo, _fmt(t_interval(evs)),
+                                   _fmt(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
                                    f"{reached} of {len(evs)}", str(flagged),
                                    _fmt(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
     figures = report_dir / "figures"
@@ -231,11 +285,14 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                            p.get("measures", ""), f"{p['optimal_return']:.3f}", f"{p['random_return']:.4f}"]
                           for p in manifest["probes"]])
     value_blocks: list[Any] = [
-        Table(["probe", "algorithm", "eval EV vs MC return", f"runs with eval EV >= {EV_THRESHOLD}",
+        Table(["probe", "algorithm", "eval EV vs MC return", "EV ceiling",
+               f"runs where V learned (eval EV >= {EV_SHARE:g} x ceiling)",
                "runs without return variance", "train EV (last 5, median)"], value_rows,
               caption="Eval EV: V on the final evaluation's turns against the discounted Monte-Carlo "
-                      "return, pooled per run; mean ± 95% t interval over runs. Train EV: the update's "
-                      "V against its lambda-return targets."),
+                      "return, pooled per run; mean ± 95% t interval over runs. EV ceiling: what a "
+                      "state-value function could explain on the same turns (each return predicted by "
+                      "the mean return of the other turns that showed the same state). Train EV: the "
+                      "update's V against its lambda-return targets."),
     ]
     images = []
     for key, name, label, norm in (("rollout/return", "suite_learning.png", "normalised return", True),

@@ -1,0 +1,70 @@
+"""The behaviour suite report's value statistics, worked out by hand: Monte-Carlo returns,
+V's pooled explained variance, the leave-one-out state ceiling and the 'V learned' rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentrl.reporting.suite import (
+    EV_SHARE,
+    SuiteRun,
+    ceiling_ev,
+    mc_returns,
+    pooled_ev,
+    t_interval,
+)
+
+
+def _episode(observations: list[str], rewards: list[float], values: list[float]) -> dict:
+    return {"turns": [{"observation": o, "reward": r, "V": v}
+                      for o, r, v in zip(observations, rewards, values, strict=True)]}
+
+
+def test_mc_returns_by_hand():
+    # G_2 = 1, G_1 = 0 + 0.5 * 1, G_0 = 2 + 0.5 * 0.5
+    assert mc_returns([2.0, 0.0, 1.0], 0.5) == pytest.approx([2.25, 0.5, 1.0])
+
+
+def test_pooled_ev_and_leave_one_out_ceiling_by_hand():
+    # a two-turn chain, gamma 1: lamp A, then B (pays 1) or C (pays 0), twice each
+    eps = [_episode(["A", "B"], [0, 1], [0.5, 1.0]), _episode(["A", "C"], [0, 0], [0.5, 0.0]),
+           _episode(["A", "B"], [0, 1], [0.5, 1.0]), _episode(["A", "C"], [0, 0], [0.5, 0.5])]
+    # returns 1,1 / 0,0 / 1,1 / 0,0: variance 1/4. V's residuals 0.5, 0, -0.5, 0, 0.5, 0, -0.5,
+    # -0.5: mean -1/16, mean square 1.25/8, variance 0.15625 - 0.00390625 = 0.15234375
+    assert pooled_ev(eps, 1.0) == pytest.approx(1 - 0.15234375 / 0.25)
+    # leave one out: an A turn is predicted by the other three A turns (1/3 after a win, 2/3
+    # after a loss), B and C by their twin (exact): residuals +-2/3 on the four A turns, mean 0,
+    # variance (4 * 4/9) / 8 = 2/9 -> ceiling 1 - (2/9) / (1/4) = 1/9
+    assert ceiling_ev(eps, 1.0) == pytest.approx(1 / 9)
+
+
+def test_ceiling_keys_on_the_whole_conversation_in_conversation_mode():
+    # the code is only in the first observation; the second observation is the same question
+    eps = [_episode(["code 1", "which code?"], [0, 1], [0, 0]), _episode(["code 2", "which code?"], [0, 0], [0, 0]),
+           _episode(["code 1", "which code?"], [0, 1], [0, 0]), _episode(["code 2", "which code?"], [0, 0], [0, 0])]
+    # window mode: the four question turns are one state (returns 1,0,1,0): leave one out gives
+    # 1/3 or 2/3, as do the first turns ("code 1" twice: exact; "code 2": exact) -> residuals
+    # +-2/3 on four turns of eight, variance 2/9, ceiling 1/9
+    assert ceiling_ev(eps, 1.0) == pytest.approx(1 / 9)
+    # conversation mode: ("code 1", "which code?") is its own state: every turn exact
+    assert ceiling_ev(eps, 1.0, conversation=True) == pytest.approx(1.0)
+
+
+def test_no_return_variance_gives_no_ev():
+    eps = [_episode(["A"], [1.0], [0.2]), _episode(["A"], [1.0], [0.9])]
+    assert pooled_ev(eps, 0.9) is None and ceiling_ev(eps, 0.9) is None
+
+
+def test_learned_is_a_share_of_the_ceiling():
+    def run(ev, ceiling):
+        return SuiteRun("chain-d1", "sapo", 0, [], 0.5, ev, None, ceiling)
+
+    assert EV_SHARE == 0.5
+    assert run(0.27, 0.53).learned and not run(0.26, 0.53).learned
+    assert not run(None, 0.53).learned and not run(0.3, None).learned and not run(0.1, -0.2).learned
+
+
+def test_t_interval_by_hand():
+    # mean 2, sample sd 1, sem 1/sqrt(3), t(2) = 4.303
+    mean, half = t_interval([1.0, 2.0, 3.0])
+    assert mean == pytest.approx(2.0) and half == pytest.approx(4.303 / 3 ** 0.5)
