@@ -23,6 +23,7 @@ try:  # typer >= 0.24 carries its own copy of click; its parsing errors are that
 except ImportError:  # pragma: no cover (older typer: the click package)
     from click import exceptions as click_exceptions
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -73,6 +74,16 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Override 
 BackendOpt = Annotated[str | None, typer.Option("--backend", help="Generation backend: auto (vLLM where installed), hf or vllm (rollout.backend).")]
 
 
+#: The longest error sentence printed; a value a user pasted (a megabyte line) is cut to this.
+MAX_MESSAGE_CHARS = 2000
+
+
+def _one_line(message: str) -> str:
+    """The sentence on one line, cut to :data:`MAX_MESSAGE_CHARS`."""
+    message = " ".join(message.split("\n"))
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + " ..."
+
+
 def user_errors(fn):
     """Report :class:`UserError` as one sentence and exit 2."""
 
@@ -81,7 +92,7 @@ def user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(_one_line(str(exc)))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -268,14 +279,13 @@ def eval_(
 
     from agentrl.build import env_factory, load_for_training, make_backend, make_engine
     from agentrl.checkpoint_settings import inherited_settings
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.evaluation import episode_metrics, evaluate
     from agentrl.output_paths import check_output_file
     from agentrl.policy import Policy
     from agentrl.preflight import check_inputs
 
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, not {episodes}.")
+    check_option("--episodes", episodes)
     overrides = list(set_ or [])
     if backend is not None:
         overrides.append(f"rollout.backend={backend}")
@@ -366,9 +376,10 @@ def play(
     set_: SetOpt = None,
 ) -> None:
     """Play an env yourself in the terminal: type an action, or its number in the list."""
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.envs import make_env
 
+    check_option("--seed", seed)
     cfg = build_config(env=env, overrides=list(set_ or []))
     kwargs = dict(cfg.env.kwargs)
     if split is not None:
@@ -424,14 +435,14 @@ def demos(
     """Record an env's expert as demonstrations, prompted exactly as rollouts are."""
     _quiet_libraries()
     from agentrl.build import conversation_builder, env_factory, prompt_builder, split_kwargs
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.demos import record_demos
     from agentrl.models import load_tokenizer, resolve_model
     from agentrl.output_paths import check_output_file
     from agentrl.preflight import check_inputs
 
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, not {episodes}.")
+    check_option("--episodes", episodes)
+    check_option("--seed", seed)
     if not 0.0 <= expert_noise < 1.0:
         raise UserError(f"--expert-noise must be in [0, 1), not {expert_noise}.")
     overrides = list(set_ or [])
@@ -586,6 +597,10 @@ def bench(
     from agentrl.output_paths import check_output_dir
 
     check_output_dir(out, "bench output folder")
+    from agentrl.config import check_option
+
+    check_option("--seeds", seeds)
+    check_option("--first-seed", first_seed)
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -678,6 +693,10 @@ def suite(
     from agentrl.suite import plan_suite, probe_by_name, probe_records, run_suite, write_manifest
 
     check_output_dir(out, "suite output folder")
+    from agentrl.config import check_option
+
+    check_option("--seeds", seeds)
+    check_option("--first-seed", first_seed)
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -743,6 +762,9 @@ def report(
 
     if traces < 0:
         raise UserError(f"--traces cannot be negative ({traces}).")
+    from agentrl.config import check_option
+
+    check_option("--traces", traces)
     check_output_dir(output, "report folder")
     from agentrl.reporting.suite import build_suite_report, is_suite
 

@@ -20,6 +20,10 @@ TINY_CONFIG = json.dumps({"model_type": "qwen2", "hidden_size": 64, "intermediat
                           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                           "vocab_size": 49152})
 
+#: Six levels of ten aliases each: 10^6 leaves in seven short lines.
+ALIAS_BOMB = "env:\n  kwargs:\n    a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 6))
+
 
 @dataclass(frozen=True)
 class Case:
@@ -90,6 +94,17 @@ CASES: list[Case] = [
          files=(("c.yaml", "colour: blue\n"),)),
     Case("config section not a mapping", _run("--config", "{tmp}/c.yaml"), "Config section 'rollout' must be a mapping",
          files=(("c.yaml", "rollout: 5\n"),)),
+    Case("config file with a latin-1 byte", _run("--config", "{tmp}/c.yaml"), "is not UTF-8 text: line 2 holds the byte 0xe9",
+         files=(("c.yaml", b"train:\n  iterations: 2  # caf\xe9\n"),)),
+    Case("run config with a latin-1 byte, resumed", _run("--run-dir", "{tmp}/old", "--resume"),
+         "config file '{tmp}/old/config.yaml' is not UTF-8 text: line 1",
+         files=(("old/config.yaml", b"algo: sapo # \xff\n"),)),
+    Case("YAML alias bomb in env.kwargs", _run("--config", "{tmp}/bomb.yaml"), "expands to more than 100,000 values",
+         files=(("bomb.yaml", ALIAS_BOMB),)),
+    Case("section given twice", _run("--config", "{tmp}/c.yaml"), "sets 'train' twice (lines 1 and 3)",
+         files=(("c.yaml", "train:\n  iterations: 2\ntrain:\n  seed: 1\n"),)),
+    Case("section given as a word", _run("--config", "{tmp}/c.yaml"), "Config section 'model' must be a mapping, not 'tiny'",
+         files=(("c.yaml", "model: tiny\n"),)),
     Case("malformed --set", _set("algorithm.lr"), "Malformed --set 'algorithm.lr'"),
     Case("--set with an empty key part", _set("algorithm..lr=1"), "has an empty part"),
     Case("unknown config key", _set("algorithm.nope=1"), "Unknown config key 'algorithm.nope'"),
@@ -134,6 +149,17 @@ CASES: list[Case] = [
     Case("action tag that is not a tag", _set("rollout.action_tag=<act>"), "'rollout.action_tag' must be a tag name"),
     Case("think with constrained actions", _set("rollout.think=true", "rollout.action_mode=constrained"),
          "rollout.think cannot be combined"),
+    Case("tasks per iteration of 10^12", _set("rollout.tasks_per_iteration=1000000000000"),
+         "'rollout.tasks_per_iteration' must be at most 100000"),
+    Case("LoRA rank of 10^9", _set("model.lora_rank=1000000000"), "'model.lora_rank' must be at most 65536"),
+    Case("prompt limit too small for a prompt", _set("rollout.max_prompt_tokens=16"),
+         "'rollout.max_prompt_tokens' must be at least 256"),
+    Case("infinite learning rate", _set("algorithm.lr=.inf"), "'algorithm.lr' must be a finite number greater than 0"),
+    Case("seed of 2^64", _set("train.seed=18446744073709551616"), "'train.seed' must be in [0, 9223372036854775807]"),
+    Case("negative seed", _set("train.seed=-1"), "'train.seed' must be in [0, 9223372036854775807]"),
+    Case("device mps on Linux", _set("model.device=mps"), "is mps, which exists only on macOS"),
+    Case("eval episodes of 10^12", ("eval", *TINY, "--episodes", "1000000000000"), "--episodes must be at most 1000000"),
+    Case("play with seed -1", ("play", "keydoor", "--seed", "-1"), "--seed must be in [0, 9223372036854775807]"),
     Case("unknown backend (option)", _run("--backend", "vlm"), "must be one of auto, hf, vllm, not 'vlm'"),
     Case("unknown backend (--set)", ("eval", *TINY, "--set", "rollout.backend=tgi"), "must be one of auto, hf, vllm"),
     # --- env options -----------------------------------------------------------------------------
