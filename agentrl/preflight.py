@@ -27,13 +27,24 @@ def _model_config(name: str) -> Any | None:
         from agentrl.hub import check_hub_model
 
         check_hub_model(source.location)
+    if source.kind == "gguf":
+        from pathlib import Path
+
+        from agentrl.model_files import check_gguf
+
+        check_gguf(Path(source.location) / str(source.gguf_file))
     if source.kind in ("dir", "hub"):
         from transformers import AutoConfig
 
         try:
-            return AutoConfig.from_pretrained(source.location)
+            config = AutoConfig.from_pretrained(source.location)
         except (OSError, ValueError) as exc:
             raise UserError(f"Cannot read the model config of '{name}': {str(exc).splitlines()[0]}") from exc
+        if source.kind == "dir":  # weights and tokenizer whole, before anything loads them
+            from agentrl.model_files import check_model_folder
+
+            check_model_folder(source.location)
+        return config
     return None  # embedded / GGUF: read when the model loads
 
 

@@ -20,6 +20,14 @@ TINY_CONFIG = json.dumps({"model_type": "qwen2", "hidden_size": 64, "intermediat
                           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                           "vocab_size": 49152})
 
+
+
+def _safetensors() -> bytes:
+    """A whole one-tensor safetensors file (four float32 zeros), written by hand."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    return len(header).to_bytes(8, "little") + header + bytes(16)
+
+
 #: Six levels of ten aliases each: 10^6 leaves in seven short lines.
 ALIAS_BOMB = "env:\n  kwargs:\n    a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 6))
@@ -182,6 +190,13 @@ CASES: list[Case] = [
          files=(("folder/weights.bin", b"\0"),)),
     Case("model file that is not GGUF", ("run", "sapo", "--model", "{tmp}/model.bin"), "is a file but not a .gguf file",
          files=(("model.bin", b"\0"),)),
+    Case("truncated model.safetensors", ("run", "sapo", "--model", "{tmp}/m"), "model.safetensors' is truncated",
+         files=(("m/config.json", TINY_CONFIG), ("m/model.safetensors", _safetensors()[:-8]))),
+    Case("corrupt tokenizer.json", ("run", "sapo", "--model", "{tmp}/m"), "tokenizer.json' is not valid JSON (line 1",
+         files=(("m/config.json", TINY_CONFIG), ("m/model.safetensors", _safetensors()),
+                ("m/tokenizer.json", '{"version": "1.0", "model": {'))),
+    Case("random bytes named .gguf", ("run", "sapo", "--model", "{tmp}/model.gguf"), "is not a GGUF file",
+         files=(("model.gguf", bytes(range(7, 250, 3))),)),
     Case("vLLM asked for a model its CPU attention cannot run", _run("--backend", "vllm"),
          "rollout.backend=vllm cannot run model 'tiny'"),
     Case("vLLM asked for a folder saved from a tiny run", ("run", "sapo", "--model", "{tmp}/ckpt", "--backend", "vllm"),
