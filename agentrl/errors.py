@@ -21,3 +21,10 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     """``repr(value)`` cut to ``limit`` characters, for echoing a user's value in a sentence."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """The first line of ``text`` cut to ``limit`` characters (an exception's message echoed)."""
+    lines = str(text).strip().splitlines()
+    first = lines[0] if lines else ""
+    return first if len(first) <= limit else f"{first[:limit]}..."

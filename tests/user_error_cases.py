@@ -10,6 +10,7 @@ played.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,37 @@ def _safetensors() -> bytes:
     """A whole one-tensor safetensors file (four float32 zeros), written by hand."""
     header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
     return len(header).to_bytes(8, "little") + header + bytes(16)
+
+
+#: A user's env module with one method or space swapped for a broken one (tests of the contract).
+BAD_ENV = """import gymnasium as gym
+import agentrl
+
+INFO = {{"task": "say hi", "admissible_actions": ["say hi"], "won": False}}
+
+
+class Env(gym.Env):
+    metadata = {{"r_max": 1.0}}
+
+    def __init__(self):
+        self.observation_space = agentrl.text_space()
+        self.action_space = {action_space}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        {reset}
+
+    def step(self, action):
+        {step}
+
+
+gym.register("{env_id}", entry_point=Env)
+"""
+
+
+def _bad_env(env_id: str, reset: str = "return 'start', INFO", step: str = "return 'ok', 0.0, True, False, INFO",
+             action_space: str = "agentrl.text_space()") -> str:
+    return BAD_ENV.format(env_id=env_id, reset=reset, step=step, action_space=action_space)
 
 
 #: Six levels of ten aliases each: 10^6 leaves in seven short lines.
@@ -92,6 +124,32 @@ CASES: list[Case] = [
     Case("module:EnvId with an empty part", _run("--env", "mymod:"), "is not of the form module:EnvId"),
     Case("--import of a missing module", ("--import", "nosuchmod", "envs"), "Cannot import env module 'nosuchmod'"),
     Case("env.imports naming a missing module", _set("env.imports=[nosuchmod]"), "Cannot import env module 'nosuchmod'"),
+    Case("env module that raises at import", _run("--env", "raising_env:Raise-v0"),
+         "Cannot import env module 'raising_env': RuntimeError: no licence server (full traceback in ",
+         files=(("raising_env.py", "raise RuntimeError('no licence server')\n"),)),
+    Case("env module with a syntax error", _run("--env", "syntax_env:Syntax-v0"),
+         "Cannot import env module 'syntax_env': SyntaxError: ", files=(("syntax_env.py", "def broken(:\n    pass\n"),)),
+    Case("env module missing a dependency", ("--import", "needy_env", "envs"),
+         "Cannot import env module 'needy_env': ModuleNotFoundError: No module named 'nosuchdependency_xyz'",
+         files=(("needy_env.py", "import nosuchdependency_xyz\n"),)),
+    Case("--import of an empty name", ("--import", "", "envs"), "An env module name is empty"),
+    Case("--import of a relative name", ("--import", ".relative", "envs"), "is not an absolute module name"),
+    Case("relative module in --env", _run("--env", ".foo:Bar-v0"), "'.foo' is not an absolute module name"),
+    Case("env with int observations", _run("--env", "intobs_env:IntObs-v0"),
+         "Env 'IntObs-v0' breaks the text-env contract: reset(seed=0) returned an observation of type int",
+         files=(("intobs_env.py", _bad_env("IntObs-v0", reset='return 3, INFO')),)),
+    Case("env with a Discrete action space", _run("--env", "discrete_env:Discrete-v0"),
+         "Env 'Discrete-v0' breaks the text-env contract: its action_space is Discrete(4)",
+         files=(("discrete_env.py", _bad_env("Discrete-v0", action_space="gym.spaces.Discrete(4)")),)),
+    Case("env with the old 4-tuple step", _run("--env", "oldstep_env:OldStep-v0"),
+         "step('xyzzy plugh') returned 4 values (gym's old obs, reward, done, info)",
+         files=(("oldstep_env.py", _bad_env("OldStep-v0", step="return 'ok', 0.0, False, INFO")),)),
+    Case("env whose reset returns the observation only", _run("--env", "obsonly_env:ObsOnly-v0"),
+         "Env 'ObsOnly-v0' breaks the text-env contract: reset(seed=0) returned the observation alone",
+         files=(("obsonly_env.py", _bad_env("ObsOnly-v0", reset="return 'start'")),)),
+    Case("env whose info lacks the task", _run("--env", "notask_env:NoTask-v0"),
+         "Env 'NoTask-v0' breaks the text-env contract: reset(seed=0): info lacks 'task'",
+         files=(("notask_env.py", _bad_env("NoTask-v0", reset="return 'start', {'won': False}")),)),
     # --- config files and --set ------------------------------------------------------------------
     Case("config file missing", _run("--config", "{tmp}/nope.yaml"), "Cannot read config file"),
     Case("config file not YAML", _run("--config", "{tmp}/bad.yaml"), "is not valid YAML",
@@ -268,7 +326,11 @@ def run_case(case: Case, tmp: Path) -> Outcome:
 
     argv = case.materialise(tmp)
     runner = CliRunner(env=dict(case.env) or None)
-    result = runner.invoke(app, argv, prog_name="agentrl")
+    sys.path.insert(0, str(tmp))  # env modules a case writes are importable, as on PYTHONPATH
+    try:
+        result = runner.invoke(app, argv, prog_name="agentrl")
+    finally:
+        sys.path.remove(str(tmp))
     escaped = result.exception is not None and not isinstance(result.exception, SystemExit)
     text = result.stdout + result.stderr
     if escaped:
