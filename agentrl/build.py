@@ -248,7 +248,7 @@ def make_engine(policy: Policy, backend: GenerationBackend, cfg: RolloutConfig,
         pool = EnvWorkerPool(factory, cfg.env_workers, step_timeout_s=cfg.env_step_timeout_s)
         builder = prompt_builder(policy.tokenizer, cfg, pool.metadata())
     else:
-        pool = EnvPool(factory, step_timeout_s=cfg.env_step_timeout_s)
+        pool = EnvPool(factory, step_timeout_s=cfg.env_step_timeout_s, env_errors=cfg.env_errors)
         pool.ensure(1)
         builder = prompt_builder(policy.tokenizer, cfg, pool.envs[0])
     fmt = builder.action_format
