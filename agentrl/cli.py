@@ -395,14 +395,13 @@ def play(
             if admissible:
                 for i, action in enumerate(admissible, 1):
                     console.print(f"  [cyan]{i:>2}[/] {action}", highlight=False)
-            try:
-                line = input("> ").strip()
-            except EOFError:
-                console.print("\n(input closed)")
+            line = _read_move(steps + 1)
+            if line is None:
+                console.print(f"\ninput ended after {steps} steps (return {total:g}); the episode is left unfinished.")
                 break
             if line in ("quit", "exit"):
                 break
-            if admissible and line.isdigit() and 1 <= int(line) <= len(admissible):
+            if admissible and line.isascii() and line.isdigit() and 1 <= int(line) <= len(admissible):
                 line = admissible[int(line) - 1]
             obs, reward, terminated, truncated, info = environment.step(line)
             total += float(reward)
@@ -414,6 +413,25 @@ def play(
                 break
     finally:
         environment.close()
+
+
+#: The longest line ``agentrl play`` takes as a move (a pasted file is not an action).
+MAX_PLAY_LINE = 10_000
+
+
+def _read_move(number: int) -> str | None:
+    """The player's next line, stripped; None at the end of the input. A line that is not UTF-8
+    text or is longer than :data:`MAX_PLAY_LINE` ends the game with one sentence."""
+    try:
+        line = input("> ")
+    except EOFError:
+        return None
+    except UnicodeDecodeError:
+        raise UserError(f"Input line {number} is not UTF-8 text; type an action or its number.") from None
+    if len(line) > MAX_PLAY_LINE:
+        raise UserError(f"Input line {number} is {len(line):,} characters long; a move is at most "
+                        f"{MAX_PLAY_LINE:,}.")
+    return line.strip()
 
 
 # --- warm start: demos and sft ---------------------------------------------------------------------

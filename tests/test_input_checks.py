@@ -209,3 +209,34 @@ def test_env_errors_truncate_records_the_episode_as_truncated(tmp_path: Path, mo
     assert info["env_error"] == "RuntimeError: licence server went away"
     assert pool.envs[0] is not broken and fine[3] is False
     pool.close()
+
+
+# --- agentrl play --------------------------------------------------------------------------------
+
+
+def _play(data: bytes, *extra: str):
+    return CliRunner().invoke(app, ["play", "keydoor", *extra], input=data, prog_name="agentrl")
+
+
+def test_play_says_when_the_input_ends() -> None:
+    result = _play(b"1\n")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "input ended after 1 steps" in result.stdout and result.exception is None
+
+
+def test_play_refuses_a_line_that_is_not_utf8() -> None:
+    result = _play(b"\xff\xfe\x00binary\n")
+    assert result.exit_code == 2 and result.stderr.strip() == (
+        "error: Input line 1 is not UTF-8 text; type an action or its number."), result.stderr
+
+
+def test_play_refuses_a_megabyte_line() -> None:
+    result = _play(b"x" * 1_048_576 + b"\n")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: Input line 1 is 1,048,576 characters long; a move is at most 10,000."
+
+
+def test_play_takes_a_superscript_digit_as_an_action_not_a_number() -> None:
+    result = _play("²\n".encode())
+    assert result.exit_code == 0 and result.exception is None, result.stdout + result.stderr
+    assert "input ended after 1 steps" in result.stdout

@@ -29,6 +29,10 @@ def _safetensors() -> bytes:
     return len(header).to_bytes(8, "little") + header + bytes(16)
 
 
+#: The sections of a run's config.yaml, empty (enough to be taken for a run directory).
+RUN_CONFIG = "algo: sapo\nenv: {}\nmodel: {}\nrollout: {}\ntrain: {}\nalgorithm: {}\n"
+METRICS_LINE = json.dumps({"iteration": 1, "rollout/success_rate": 0.5}) + "\n"
+
 #: A user's env module with one method or space swapped for a broken one (tests of the contract).
 BAD_ENV = """import gymnasium as gym
 import agentrl
@@ -305,6 +309,24 @@ CASES: list[Case] = [
     Case("demo expert flag that is a word", **_sft(json.dumps({"prompt": "p", "reply": "r", "expert": "yes"}) + "\n"),
          expect="'expert' must be true or false"),
     Case("demo file with no turns", **_sft("\n\n"), expect="hold no turns"),
+    Case("demo message with an unknown role", **_sft(json.dumps({"messages": [{"role": "wizard", "content": "hi"}],
+                                                                 "reply": "r"}) + "\n"),
+         expect="demos.jsonl:1: messages[0] has role 'wizard'; roles are system, user, assistant, tool"),
+    Case("demo reply of only spaces", **_sft(json.dumps({"prompt": "p", "reply": "   "}) + "\n"),
+         expect="demos.jsonl:1: 'reply' holds only whitespace"),
+    Case("demo with a 1 MB prompt", **_sft(json.dumps({"prompt": "x" * 1_048_576, "reply": "r"}) + "\n"),
+         expect="demos.jsonl:1 holds 1,048,577 characters of prompt and reply"),
+    # --- report inputs ---------------------------------------------------------------------------
+    Case("report of a run whose metrics hold only the iteration", ("report", "{tmp}/r1", "-o", "{tmp}/rep"),
+         "metrics.jsonl' is not an agentrl metrics log",
+         files=(("r1/config.yaml", RUN_CONFIG), ("r1/metrics.jsonl", '{"iteration": 1}\n'))),
+    Case("report of a run config with only algo", ("report", "{tmp}/r1", "-o", "{tmp}/rep"),
+         "config.yaml' is not an agentrl run config (its sections env, model, rollout, train, algorithm are missing",
+         files=(("r1/config.yaml", "algo: sapo\n"), ("r1/metrics.jsonl", METRICS_LINE))),
+    Case("report of a bench whose bench.json is a list", ("report", "{tmp}/b", "-o", "{tmp}/rep"),
+         "bench.json' is not an agentrl bench manifest", files=(("b/bench.json", "[]"),)),
+    Case("report of a bench.json holding runs: 5", ("report", "{tmp}/b", "-o", "{tmp}/rep"),
+         "bench.json' is not an agentrl bench manifest", files=(("b/bench.json", '{"runs": 5}'),)),
 ]
 
 
