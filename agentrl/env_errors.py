@@ -36,8 +36,9 @@ class EnvCallFailed(Exception):
     """A pool's env raised in ``method`` ("reset" or "step") for ``slot``; the engine, which knows
     the slot's task seed and turn, turns it into :class:`EnvStopped`."""
 
-    def __init__(self, method: str, slot: int, error: BaseException):
-        super().__init__(f"{method} of slot {slot}: {exception_text(error)}")
+    def __init__(self, method: str, slot: int, error: BaseException | None = None, text: str | None = None):
+        self.text = text if text is not None else exception_text(error) if error is not None else "an error"
+        super().__init__(f"{method} of slot {slot}: {self.text}")
         self.method, self.slot, self.error = method, slot, error
 
 
@@ -54,7 +55,7 @@ def exception_text(error: BaseException) -> str:
 def stop_sentence(env_id: str, failure: EnvCallFailed, task_seed: int, turn: int) -> str:
     """The sentence for an env that raised: env id, method, turn, task seed and the exception."""
     where = "reset" if failure.method == "reset" else f"step at turn {turn}"
-    return f"Env '{env_id}' raised {exception_text(failure.error)} in {where} of task seed {task_seed}"
+    return f"Env '{env_id}' raised {failure.text} in {where} of task seed {task_seed}"
 
 
 def error_outcome(last_obs: Any, last_info: dict[str, Any] | None, error: BaseException) -> tuple:

@@ -240,3 +240,43 @@ def test_play_takes_a_superscript_digit_as_an_action_not_a_number() -> None:
     result = _play("²\n".encode())
     assert result.exit_code == 0 and result.exception is None, result.stdout + result.stderr
     assert "input ended after 1 steps" in result.stdout
+
+
+def test_the_ranges_table_in_the_docs_is_up_to_date() -> None:
+    """Rerun ``python docs/tools/ranges_table.py`` after changing config.RANGES."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("ranges_table", root / "docs" / "tools" / "ranges_table.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    page = (root / "docs" / "cli.md").read_text()
+    assert tool.rewrite(page) == page
+
+
+@pytest.mark.parametrize("mode", ["stop", "truncate"])
+def test_env_errors_apply_inside_env_workers(tmp_path: Path, monkeypatch, mode: str) -> None:
+    from agentrl.build import env_factory
+    from agentrl.env_errors import RAISED_KEY, EnvCallFailed
+    from agentrl.env_workers import EnvWorkerPool
+
+    env_id = f"flaky/Workers{mode.title()}-v0"
+    module = f"flaky_workers_{mode}"
+    (tmp_path / f"{module}.py").write_text(FLAKY_ENV.format(env_id=env_id))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = build_config(env=f"{module}:{env_id}", model="tiny", overrides=["env.kwargs={boom_seeds: [7]}"])
+    pool = EnvWorkerPool(env_factory(cfg.env, "train"), workers=1, env_errors=mode)
+    try:
+        pool.ensure(2)
+        pool.reset([0, 1], [8, 7])
+        if mode == "stop":
+            with pytest.raises(EnvCallFailed) as raised:
+                pool.step([0, 1], ["wait", "wait"])
+            assert (raised.value.method, raised.value.slot) == ("step", 1)
+            assert raised.value.text == "RuntimeError: licence server went away"
+        else:
+            fine, (_, _, terminated, truncated, info) = pool.step([0, 1], ["wait", "wait"])
+            assert truncated and not terminated and info[RAISED_KEY] and fine[3] is False
+            assert pool.reset([1], [8])[0][0] == "a room"  # the slot has a working env again
+    finally:
+        pool.close()
