@@ -281,12 +281,11 @@ def existing_action(planned: PlannedRun) -> str:
     saved_path = folder / "config.yaml"
     if not saved_path.is_file():
         return "fresh"
-    try:
-        saved = yaml.safe_load(saved_path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UserError(
-            f"'{saved_path}' is not readable YAML ({exc}); move that run away."
-        ) from exc
+    from agentrl.yaml_input import read_yaml_file
+
+    saved = read_yaml_file(saved_path, "The run's config file") or {}  # one sentence when unreadable
+    if not isinstance(saved, dict):
+        raise UserError(f"'{saved_path}' does not hold a run config; move that run away.")
     old, new = _normalised(saved), _normalised(planned.config.to_dict())
     defaults = _defaults(planned.config.algo)
     differing = sorted(

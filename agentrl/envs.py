@@ -100,8 +100,9 @@ def make_env(name: str, **kwargs: Any) -> gym.Env:
             warnings.filterwarnings("ignore", message=".*doesn't include `render_modes`")
             return gym.make(env_id, **kwargs)
     except (TypeError, ValueError) as exc:
-        options = ", ".join(f"{k}={v!r}" for k, v in sorted(kwargs.items())) or "no options"
+        options = ", ".join(f"{k}={shown(v, 80)}" for k, v in sorted(kwargs.items())) or "no options"
         reason = str(exc).strip().rstrip(".").replace("\n", " ")
+        reason = reason if len(reason) <= 400 else reason[:400] + "..."  # it may echo every option
         raise UserError(f"Env '{env_id}' rejected its options ({options}): {reason}.") from exc
 
 

@@ -21,6 +21,17 @@ from agentrl.rollout import RolloutConfig
 from agentrl.trainer import task_seeds
 from agentrl.yaml_input import parse_yaml
 
+
+@pytest.fixture(autouse=True)
+def _forget_user_envs(tmp_path: Path):
+    """The flaky envs these tests register leave gymnasium's registry as it was (`agentrl envs`
+    in a later test lists every registered text env)."""
+    from user_error_cases import forgetting_user_envs
+
+    with forgetting_user_envs(tmp_path):
+        yield
+
+
 # --- config numbers ------------------------------------------------------------------------------
 
 

@@ -9,8 +9,10 @@ played.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -338,6 +340,28 @@ class Outcome:
     traceback: bool  # a traceback anywhere: in the output, or an exception escaping the command
 
 
+@contextlib.contextmanager
+def forgetting_user_envs(folder: Path) -> Iterator[None]:
+    """Undo what importing a user's env module from ``folder`` did to this process (gymnasium ids,
+    agentrl's record of imported modules, the modules themselves), so a case or test leaves the
+    registry as it found it."""
+    import gymnasium as gym
+
+    from agentrl import env_modules
+
+    ids, imported, modules = set(gym.registry), dict(env_modules._imported), set(sys.modules)
+    try:
+        yield
+    finally:
+        for env_id in set(gym.registry) - ids:
+            del gym.registry[env_id]
+        env_modules._imported.clear()
+        env_modules._imported.update(imported)
+        for name in set(sys.modules) - modules:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[name]
+
+
 def run_case(case: Case, tmp: Path) -> Outcome:
     """Run one case in this process (typer's CliRunner: no interpreter start per case)."""
     import traceback
@@ -350,7 +374,8 @@ def run_case(case: Case, tmp: Path) -> Outcome:
     runner = CliRunner(env=dict(case.env) or None)
     sys.path.insert(0, str(tmp))  # env modules a case writes are importable, as on PYTHONPATH
     try:
-        result = runner.invoke(app, argv, prog_name="agentrl")
+        with forgetting_user_envs(tmp):
+            result = runner.invoke(app, argv, prog_name="agentrl")
     finally:
         sys.path.remove(str(tmp))
     escaped = result.exception is not None and not isinstance(result.exception, SystemExit)

@@ -24,6 +24,7 @@ import yaml
 
 from agentrl.errors import UserError
 from agentrl.fingerprint import read as read_fingerprints
+from agentrl.yaml_input import read_yaml_file
 
 #: Config sections an RL run carries but never reads (``agentrl sft`` does): shown nowhere in
 #: a report of RL runs, where their defaults would read as how the warm start was made.
@@ -228,12 +229,7 @@ class RunGroup:
 def load_run(path: Path) -> Run:
     """Read one run directory; a broken config or metrics file is the user's to fix."""
     config_path = path / "config.yaml"
-    try:
-        config = yaml.safe_load(config_path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(
-            f"'{config_path}' cannot be read as an agentrl run config ({exc})."
-        ) from exc
+    config = read_yaml_file(config_path, "Run config file")  # not UTF-8, not YAML: one sentence
     if not isinstance(config, dict) or "algo" not in config:
         raise UserError(f"'{config_path}' is not an agentrl run config (it has no 'algo').")
     missing = [name for name in RUN_SECTIONS if not isinstance(config.get(name), dict)]
@@ -241,7 +237,10 @@ def load_run(path: Path) -> Run:
         lacks = f"its sections {', '.join(missing)} are missing" if missing else "its 'algo' is not a name"
         raise UserError(f"'{config_path}' is not an agentrl run config ({lacks}; agentrl writes every section).")
     by_iteration: dict[int, dict[str, Any]] = {}
-    lines = (path / "metrics.jsonl").read_text().splitlines()
+    try:
+        lines = (path / "metrics.jsonl").read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise UserError(f"'{path / 'metrics.jsonl'}' is not UTF-8 text; it is not an agentrl metrics log.") from None
     skipped = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
