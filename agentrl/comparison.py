@@ -379,6 +379,9 @@ class Manifest:
                 data = json.loads(self.path.read_text())
             except json.JSONDecodeError:
                 data = {}
+            if not isinstance(data, dict) or not isinstance(data.get("sessions", []), list):
+                raise UserError(f"'{self.path}' is not an agentrl bench manifest (a mapping with a list of "
+                                f"sessions); move it away or choose another --out.")
         self.data = data
         self.data["trajectories_per_iteration"] = plan.trajectories
         self.session: dict[str, Any] = {

@@ -318,6 +318,8 @@ CASES: list[Case] = [
          expect="demos.jsonl:1: 'reply' holds only whitespace"),
     Case("demo with a 1 MB prompt", **_sft(json.dumps({"prompt": "x" * 1_048_576, "reply": "r"}) + "\n"),
          expect="demos.jsonl:1 holds 1,048,577 characters of prompt and reply"),
+    Case("bench into a folder whose bench.json is a list", ("bench", *TINY, "--seeds", "1", "-o", "{tmp}/b"),
+         "bench.json' is not an agentrl bench manifest", files=(("b/bench.json", "[]"),)),
     # --- report inputs ---------------------------------------------------------------------------
     Case("report of a run whose metrics hold only the iteration", ("report", "{tmp}/r1", "-o", "{tmp}/rep"),
          "metrics.jsonl' is not an agentrl metrics log",
@@ -348,7 +350,9 @@ def forgetting_user_envs(folder: Path) -> Iterator[None]:
     import gymnasium as gym
 
     from agentrl import env_modules
+    from agentrl.envs import _ensure_builtin_envs_registered
 
+    _ensure_builtin_envs_registered()  # agentrl's own ids stay, even when a case registers them first
     ids, imported, modules = set(gym.registry), dict(env_modules._imported), set(sys.modules)
     try:
         yield
