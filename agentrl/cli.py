@@ -24,6 +24,7 @@ try:  # typer >= 0.24 carries its own copy of click; its parsing errors are that
 except ImportError:  # pragma: no cover (older typer: the click package)
     from click import exceptions as click_exceptions
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -74,6 +75,16 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Override 
 BackendOpt = Annotated[str | None, typer.Option("--backend", help="Generation backend: auto (vLLM where installed), hf or vllm (rollout.backend).")]
 
 
+#: The longest error sentence printed; a value a user pasted (a megabyte line) is cut to this.
+MAX_MESSAGE_CHARS = 2000
+
+
+def _one_line(message: str) -> str:
+    """The sentence on one line, cut to :data:`MAX_MESSAGE_CHARS`."""
+    message = " ".join(message.split("\n"))
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + " ..."
+
+
 def user_errors(fn):
     """Report :class:`UserError` as one sentence and exit 2."""
 
@@ -82,7 +93,7 @@ def user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(_one_line(str(exc)))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -279,14 +290,13 @@ def eval_(
 
     from agentrl.build import env_factory, load_for_training, make_backend, make_engine
     from agentrl.checkpoint_settings import inherited_settings, run_checkpoint
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.evaluation import episode_metrics, evaluate
     from agentrl.output_paths import check_output_file, given_path
     from agentrl.policy import Policy
     from agentrl.preflight import check_inputs
 
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, not {episodes}.")
+    check_option("--episodes", episodes)
     output = given_path(output_, "--output", "file")
     overrides = [*_option_overrides(("rollout.backend", backend), ("env.eval_split", split)), *(set_ or [])]
     model, chosen = run_checkpoint(model)
@@ -378,9 +388,10 @@ def play(
     set_: SetOpt = None,
 ) -> None:
     """Play an env yourself in the terminal: type an action, or its number in the list."""
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.envs import make_env
 
+    check_option("--seed", seed)
     cfg = build_config(env=env, overrides=list(set_ or []))
     kwargs = dict(cfg.env.kwargs)
     if split is not None:
@@ -396,14 +407,13 @@ def play(
             if admissible:
                 for i, action in enumerate(admissible, 1):
                     console.print(f"  [cyan]{i:>2}[/] {action}", highlight=False)
-            try:
-                line = input("> ").strip()
-            except EOFError:
-                console.print("\n(input closed)")
+            line = _read_move(steps + 1)
+            if line is None:
+                console.print(f"\ninput ended after {steps} steps (return {total:g}); the episode is left unfinished.")
                 break
             if line in ("quit", "exit"):
                 break
-            if admissible and line.isdigit() and 1 <= int(line) <= len(admissible):
+            if admissible and line.isascii() and line.isdigit() and 1 <= int(line) <= len(admissible):
                 line = admissible[int(line) - 1]
             obs, reward, terminated, truncated, info = environment.step(line)
             total += float(reward)
@@ -415,6 +425,25 @@ def play(
                 break
     finally:
         environment.close()
+
+
+#: The longest line ``agentrl play`` takes as a move (a pasted file is not an action).
+MAX_PLAY_LINE = 10_000
+
+
+def _read_move(number: int) -> str | None:
+    """The player's next line, stripped; None at the end of the input. A line that is not UTF-8
+    text or is longer than :data:`MAX_PLAY_LINE` ends the game with one sentence."""
+    try:
+        line = input("> ")
+    except EOFError:
+        return None
+    except UnicodeDecodeError:
+        raise UserError(f"Input line {number} is not UTF-8 text; type an action or its number.") from None
+    if len(line) > MAX_PLAY_LINE:
+        raise UserError(f"Input line {number} is {len(line):,} characters long; a move is at most "
+                        f"{MAX_PLAY_LINE:,}.")
+    return line.strip()
 
 
 # --- warm start: demos and sft ---------------------------------------------------------------------
@@ -436,15 +465,15 @@ def demos(
     """Record an env's expert as demonstrations, prompted exactly as rollouts are."""
     _quiet_libraries()
     from agentrl.build import conversation_builder, env_factory, prompt_builder, split_kwargs
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.demos import record_demos
     from agentrl.models import load_tokenizer, resolve_model
     from agentrl.output_paths import check_output_file, given_path
     from agentrl.preflight import check_inputs
 
     output = given_path(output_, "--output", "file")
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, not {episodes}.")
+    check_option("--episodes", episodes)
+    check_option("--seed", seed)
     if not 0.0 <= expert_noise < 1.0:
         raise UserError(f"--expert-noise must be in [0, 1), not {expert_noise}.")
     overrides = [*_option_overrides(("env.train_split", split)), *(set_ or [])]
@@ -604,6 +633,10 @@ def bench(
     out = given_path(out_, "--out")
     # a bench resumes into its own folder (bench.json); any other non-empty folder is refused
     check_owned_dir(out, "bench output folder", "a bench's output", lambda p: (p / BENCH_FILE).is_file())
+    from agentrl.config import check_option
+
+    check_option("--seeds", seeds)
+    check_option("--first-seed", first_seed)
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -705,6 +738,10 @@ def suite(
     out = given_path(out_, "--out")
     # a suite resumes into its own folder (suite.json); any other non-empty folder is refused
     check_owned_dir(out, "suite output folder", "a suite's output", lambda p: (p / SUITE_FILE).is_file())
+    from agentrl.config import check_option
+
+    check_option("--seeds", seeds)
+    check_option("--first-seed", first_seed)
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -771,6 +808,9 @@ def report(
     output = given_path(output_, "--output")
     if traces < 0:
         raise UserError(f"--traces cannot be negative ({traces}).")
+    from agentrl.config import check_option
+
+    check_option("--traces", traces)
     check_owned_dir(output, "report folder", "a report", _is_report)
     from agentrl.reporting.suite import build_suite_report, is_suite
 

@@ -286,12 +286,11 @@ def existing_action(planned: PlannedRun) -> str:
     saved_path = folder / "config.yaml"
     if not saved_path.is_file():
         return "fresh"
-    try:
-        saved = yaml.safe_load(saved_path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UserError(
-            f"'{saved_path}' is not readable YAML ({exc}); move that run away."
-        ) from exc
+    from agentrl.yaml_input import read_yaml_file
+
+    saved = read_yaml_file(saved_path, "The run's config file") or {}  # one sentence when unreadable
+    if not isinstance(saved, dict):
+        raise UserError(f"'{saved_path}' does not hold a run config; move that run away.")
     old, new = _normalised(saved), _normalised(planned.config.to_dict())
     defaults = _defaults(planned.config.algo)
     differing = sorted(
@@ -385,6 +384,9 @@ class Manifest:
                 data = json.loads(self.path.read_text())
             except json.JSONDecodeError:
                 data = {}
+            if not isinstance(data, dict) or not isinstance(data.get("sessions", []), list):
+                raise UserError(f"'{self.path}' is not an agentrl bench manifest (a mapping with a list of "
+                                f"sessions); move it away or choose another --out.")
         self.data = data
         self.data["trajectories_per_iteration"] = plan.trajectories
         self.session: dict[str, Any] = {

@@ -313,10 +313,9 @@ def read_saved_config(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / CONFIG_FILE
     if not path.is_file():
         return None
-    try:
-        tree = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise UserError(f"Cannot resume: '{path}' is not readable YAML ({str(exc).splitlines()[0]}).") from exc
+    from agentrl.yaml_input import read_yaml_file
+
+    tree = read_yaml_file(path, "The run's config file")  # not UTF-8, not YAML: one sentence
     if not isinstance(tree, dict):
         raise UserError(f"Cannot resume: '{path}' does not hold a run config.")
     return tree

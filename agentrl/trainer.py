@@ -54,6 +54,7 @@ from agentrl.distributed import (
     world_size,
 )
 from agentrl.durable import atomic_write_text, crash_point
+from agentrl.env_errors import EnvStopped
 from agentrl.envs import r_max as env_r_max
 from agentrl.errors import UserError
 from agentrl.evaluation import episode_metrics, evaluate
@@ -221,7 +222,12 @@ class Trainer:
         if cfg.eval_at_start and cfg.eval_episodes and self.start_iteration == 0:
             self._eval_start(result)
         for iteration in range(self.start_iteration + 1, cfg.iterations + 1):
-            record = self.iteration(iteration)
+            try:
+                record = self.iteration(iteration)
+            except EnvStopped as exc:  # rollout.env_errors=stop: one sentence, the run resumable
+                raise EnvStopped(f"{exc}; the run stopped in iteration {iteration}, and --resume continues it "
+                                 f"from its last checkpoint once the env is fixed (rollout.env_errors=truncate "
+                                 f"ends only such episodes instead).") from exc.__cause__
             evaluating = bool(cfg.eval_episodes) and (iteration == cfg.iterations or bool(
                 cfg.eval_every and iteration % cfg.eval_every == 0))
             with self.whole_weights(evaluating):  # fsdp: every rank gathers, rank 0 evaluates
@@ -315,6 +321,8 @@ class Trainer:
             "wall_time": self.wall_time,
         }
         record.update(episode_metrics(trajectories, "rollout"))
+        if cfg.rollout.env_errors == "truncate":  # episodes an env exception ended (agentrl.env_errors)
+            record["rollout/env_errors"] = float(rollout.extra.get("env_errors", 0))
         record.update(algo_metrics)
         record.update(timer.metrics())
         record["time/iteration"] = elapsed
