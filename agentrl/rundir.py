@@ -68,8 +68,12 @@ def _holds_run_config(folder: Path) -> bool:
     hand-written config usually sets a few keys of a few sections)."""
     try:
         tree = yaml.safe_load((folder / CONFIG_FILE).read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except OSError:
         return False
+    except (UnicodeDecodeError, yaml.YAMLError):
+        # a run's config a user edited and broke: still a run (its fingerprint says so), so that
+        # reading it names the broken byte or line instead of calling the folder foreign
+        return (folder / "fingerprint.json").is_file()
     return isinstance(tree, dict) and _RUN_SECTIONS <= tree.keys()
 
 

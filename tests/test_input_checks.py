@@ -59,7 +59,7 @@ def test_the_defaults_and_shipped_configs_are_within_their_ranges() -> None:
 
 
 @pytest.mark.parametrize("setting, rule", [
-    ("algorithm.lr=.nan", "must be a finite number greater than 0"),
+    ("algorithm.lr=.nan", "must be a finite number in \\(0, 10]"),
     ("algorithm.max_grad_norm=.inf", "must be a finite number greater than 0"),
     ("train.seed=9223372036854775808", "must be in [0, 9223372036854775807]"),
     ("sft.seed=-5", "must be in [0, 9223372036854775807]"),
