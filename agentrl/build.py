@@ -245,10 +245,11 @@ def make_engine(policy: Policy, backend: GenerationBackend, cfg: RolloutConfig,
     if cfg.env_workers > 0:
         from agentrl.env_workers import EnvWorkerPool
 
-        pool = EnvWorkerPool(factory, cfg.env_workers, step_timeout_s=cfg.env_step_timeout_s)
+        pool = EnvWorkerPool(factory, cfg.env_workers, step_timeout_s=cfg.env_step_timeout_s,
+                             env_errors=cfg.env_errors)
         builder = prompt_builder(policy.tokenizer, cfg, pool.metadata())
     else:
-        pool = EnvPool(factory, step_timeout_s=cfg.env_step_timeout_s)
+        pool = EnvPool(factory, step_timeout_s=cfg.env_step_timeout_s, env_errors=cfg.env_errors)
         pool.ensure(1)
         builder = prompt_builder(policy.tokenizer, cfg, pool.envs[0])
     fmt = builder.action_format

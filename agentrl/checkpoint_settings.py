@@ -31,6 +31,28 @@ def run_dir_of_checkpoint(model_name: str | None) -> Path | None:
     return run_dir if (run_dir / "config.yaml").is_file() else None
 
 
+def run_checkpoint(model_name: str | None) -> tuple[str | None, str]:
+    """``--model RUN`` (a run directory rather than one of its checkpoints) as its newest
+    readable checkpoint, and a line saying which; any other name unchanged, with no line.
+
+    A run directory is not a model folder (its weights are in ``checkpoints/iter_N``), so the
+    name a user most likely means is the run's newest checkpoint, said so they know which.
+    """
+    from agentrl.errors import UserError
+    from agentrl.rundir import is_run_dir, latest_checkpoint
+
+    if not model_name:
+        return model_name, ""
+    folder = Path(os.path.expanduser(model_name))
+    if not is_run_dir(folder) or (folder / "config.json").is_file():
+        return model_name, ""
+    checkpoint = latest_checkpoint(folder)
+    if checkpoint is None:
+        raise UserError(f"Model '{model_name}' is a run directory without a complete checkpoint; "
+                        f"pass one of its checkpoints, RUN/checkpoints/iter_N, once it has one.")
+    return str(checkpoint), f"model {model_name} is a run: using its newest checkpoint, {checkpoint}"
+
+
 def inherited_settings(model_name: str | None) -> tuple[dict[str, Any], Path | None]:
     """The run's ``env`` and ``rollout`` sections as a config tree, and the run dir (or ``({}, None)``)."""
     run_dir = run_dir_of_checkpoint(model_name)

@@ -12,6 +12,7 @@ import os
 import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +24,7 @@ try:  # typer >= 0.24 carries its own copy of click; its parsing errors are that
 except ImportError:  # pragma: no cover (older typer: the click package)
     from click import exceptions as click_exceptions
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -73,6 +75,16 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", "-s", help="Override 
 BackendOpt = Annotated[str | None, typer.Option("--backend", help="Generation backend: auto (vLLM where installed), hf or vllm (rollout.backend).")]
 
 
+#: The longest error sentence printed; a value a user pasted (a megabyte line) is cut to this.
+MAX_MESSAGE_CHARS = 2000
+
+
+def _one_line(message: str) -> str:
+    """The sentence on one line, cut to :data:`MAX_MESSAGE_CHARS`."""
+    message = " ".join(message.split("\n"))
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + " ..."
+
+
 def user_errors(fn):
     """Report :class:`UserError` as one sentence and exit 2."""
 
@@ -81,7 +93,7 @@ def user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]error:[/] {escape(_one_line(str(exc)))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -130,27 +142,28 @@ def run(
     set_: SetOpt = None,
     backend: BackendOpt = None,
     iterations: Annotated[int | None, typer.Option(help="Training iterations (train.iterations).")] = None,
-    run_dir: Annotated[Path | None, typer.Option(help="Run directory (train.run_dir).")] = None,
+    run_dir: Annotated[str | None, typer.Option(help="Run directory (train.run_dir): a new or empty folder, or a run to --resume.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --run-dir from its last checkpoint.")] = False,
     logger: Annotated[str | None, typer.Option("--logger", help="Stream metrics to tensorboard and/or wandb (comma-separated; train.loggers).")] = None,
 ) -> None:
     """Train an agent with ALGO on an env."""
     _quiet_libraries()
     from agentrl.config import build_config
+    from agentrl.output_paths import given_path
+    from agentrl.rundir import ResumeFallbackWarning, check_run_dir
     from agentrl.trainer import Trainer
 
-    overrides = list(set_ or [])
-    if backend is not None:
-        overrides.append(f"rollout.backend={backend}")
-    if iterations is not None:
-        overrides.append(f"train.iterations={iterations}")
-    if run_dir is not None:
-        overrides.append(f"train.run_dir={run_dir}")
+    folder = given_path(run_dir, "--run-dir")
+    # the options first, then every --set: --set comes last, as docs/cli.md says
+    overrides = _option_overrides(("rollout.backend", backend), ("train.iterations", iterations),
+                                  ("train.run_dir", folder))
     if logger is not None:
         overrides.append(_loggers_override(logger))
+    overrides += list(set_ or [])
     cfg = build_config(algo=algo, env=env, model=model, config_path=config, overrides=overrides)
     if resume and cfg.train.run_dir is None:
         raise UserError("--resume needs the run directory: pass --run-dir (or train.run_dir).")
+    check_run_dir(cfg.train.run_dir)  # a new or empty folder, or a run: before its config.yaml is read
     if resume:  # the run's own config.yaml, what the command line gives again on top (checked)
         from agentrl.rundir import resume_config
 
@@ -158,12 +171,15 @@ def run(
     target = _checked_run_dir(cfg)
     existed = target.exists()
     try:
-        with console.status(f"loading {cfg.model.name} and {cfg.env.id} ..."):
+        with console.status(f"loading {cfg.model.name} and {cfg.env.id} ..."), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResumeFallbackWarning)  # one warning: line each, below
             trainer = Trainer(cfg, resume=resume)
     except BaseException:
         if not existed and target.is_dir() and not any(target.iterdir()):
             target.rmdir()  # a failed start leaves no empty run directory behind
         raise
+    for line in trainer.resume_warnings:
+        err_console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
     console.print(f"[bold]{cfg.algo}[/] on [bold]{cfg.env.id}[/] with [bold]{cfg.model.name}[/] -> {trainer.run_dir}")
     _print_data(trainer.fingerprints)
     if trainer.restarted:
@@ -198,17 +214,23 @@ def _print_data(fingerprints: dict[str, dict[str, Any]]) -> None:
         console.print(f"{which} data: {summary_text(fingerprint)}", highlight=False, soft_wrap=True)
 
 
+def _option_overrides(*pairs: tuple[str, Any]) -> list[str]:
+    """``key=value`` overrides for the options given (None: not given), in order."""
+    return [f"{key}={value}" for key, value in pairs if value is not None]
+
+
 def _checked_run_dir(cfg: Any) -> Path:
-    """Fix the run directory now (the default name has a timestamp) and check it can be written,
-    then check env, model and backend: all before the trainer loads anything."""
-    from agentrl.output_paths import check_output_dir
+    """Fix the run directory now (the default name has a timestamp) and check it can be written
+    (a new or empty folder, or a run: :func:`agentrl.rundir.check_run_dir`), then check env,
+    model and backend: all before the trainer loads anything."""
     from agentrl.preflight import check_inputs
+    from agentrl.rundir import check_run_dir
     from agentrl.trainer import default_run_dir
 
     if cfg.train.run_dir is None:
         cfg.train.run_dir = str(default_run_dir(cfg))
     target = Path(cfg.train.run_dir)
-    check_output_dir(target, "run directory")
+    check_run_dir(cfg.train.run_dir)
     check_inputs(cfg)
     return target
 
@@ -260,27 +282,24 @@ def eval_(
     episodes: Annotated[int, typer.Option(help="Episodes (eval seeds 0..N-1).")] = 16,
     split: Annotated[str | None, typer.Option(help="Env split to evaluate on (default: the env's eval split).")] = None,
     sample: Annotated[bool, typer.Option("--sample", help="Sample at rollout.temperature instead of greedy decoding.")] = False,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the episodes as JSONL here.")] = None,
+    output_: Annotated[str | None, typer.Option("--output", "-o", help="Write the episodes as JSONL here.")] = None,
 ) -> None:
     """Evaluate a model on an env (no training) and print success per task type."""
     _quiet_libraries()
     import json
 
     from agentrl.build import env_factory, load_for_training, make_backend, make_engine
-    from agentrl.checkpoint_settings import inherited_settings
-    from agentrl.config import build_config
+    from agentrl.checkpoint_settings import inherited_settings, run_checkpoint
+    from agentrl.config import build_config, check_option
     from agentrl.evaluation import episode_metrics, evaluate
-    from agentrl.output_paths import check_output_file
+    from agentrl.output_paths import check_output_file, given_path
     from agentrl.policy import Policy
     from agentrl.preflight import check_inputs
 
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, not {episodes}.")
-    overrides = list(set_ or [])
-    if backend is not None:
-        overrides.append(f"rollout.backend={backend}")
-    if split is not None:
-        overrides.append(f"env.eval_split={split}")
+    check_option("--episodes", episodes)
+    output = given_path(output_, "--output", "file")
+    overrides = [*_option_overrides(("rollout.backend", backend), ("env.eval_split", split)), *(set_ or [])]
+    model, chosen = run_checkpoint(model)
     base, run_dir = inherited_settings(model)
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides, base=base)
     if output is not None:
@@ -289,8 +308,11 @@ def eval_(
     from agentrl.fingerprint import for_eval, summary_text, write_beside
 
     played = for_eval(cfg.env, episodes)  # a data mistake is one sentence before the model loads
+    if chosen:
+        console.print(chosen, highlight=False, soft_wrap=True)
     if run_dir is not None:
-        console.print(f"using the rollout settings of run {run_dir} (action mode {cfg.rollout.action_mode})")
+        console.print(f"using the rollout settings of run {run_dir} (action mode {cfg.rollout.action_mode})",
+                      highlight=False, soft_wrap=True)
     with console.status(f"loading {cfg.model.name} ..."):
         loaded = load_for_training(cfg.model, reserve_values=False)
         policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, cfg.rollout.temperature)
@@ -366,9 +388,10 @@ def play(
     set_: SetOpt = None,
 ) -> None:
     """Play an env yourself in the terminal: type an action, or its number in the list."""
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.envs import make_env
 
+    check_option("--seed", seed)
     cfg = build_config(env=env, overrides=list(set_ or []))
     kwargs = dict(cfg.env.kwargs)
     if split is not None:
@@ -384,14 +407,13 @@ def play(
             if admissible:
                 for i, action in enumerate(admissible, 1):
                     console.print(f"  [cyan]{i:>2}[/] {action}", highlight=False)
-            try:
-                line = input("> ").strip()
-            except EOFError:
-                console.print("\n(input closed)")
+            line = _read_move(steps + 1)
+            if line is None:
+                console.print(f"\ninput ended after {steps} steps (return {total:g}); the episode is left unfinished.")
                 break
             if line in ("quit", "exit"):
                 break
-            if admissible and line.isdigit() and 1 <= int(line) <= len(admissible):
+            if admissible and line.isascii() and line.isdigit() and 1 <= int(line) <= len(admissible):
                 line = admissible[int(line) - 1]
             obs, reward, terminated, truncated, info = environment.step(line)
             total += float(reward)
@@ -405,6 +427,25 @@ def play(
         environment.close()
 
 
+#: The longest line ``agentrl play`` takes as a move (a pasted file is not an action).
+MAX_PLAY_LINE = 10_000
+
+
+def _read_move(number: int) -> str | None:
+    """The player's next line, stripped; None at the end of the input. A line that is not UTF-8
+    text or is longer than :data:`MAX_PLAY_LINE` ends the game with one sentence."""
+    try:
+        line = input("> ")
+    except EOFError:
+        return None
+    except UnicodeDecodeError:
+        raise UserError(f"Input line {number} is not UTF-8 text; type an action or its number.") from None
+    if len(line) > MAX_PLAY_LINE:
+        raise UserError(f"Input line {number} is {len(line):,} characters long; a move is at most "
+                        f"{MAX_PLAY_LINE:,}.")
+    return line.strip()
+
+
 # --- warm start: demos and sft ---------------------------------------------------------------------
 
 
@@ -414,7 +455,7 @@ def demos(
     env: EnvOpt = None,
     episodes: Annotated[int, typer.Option(help="Expert episodes to record.")] = 100,
     split: Annotated[str | None, typer.Option(help="Env split (default: the env's train split).")] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="JSONL file to write.")] = Path("demos.jsonl"),
+    output_: Annotated[str, typer.Option("--output", "-o", help="JSONL file to write.")] = "demos.jsonl",
     expert_noise: Annotated[float, typer.Option(help="Share of moves replaced by random admissible ones.")] = 0.0,
     model: ModelOpt = None,
     config: ConfigOpt = None,
@@ -424,19 +465,18 @@ def demos(
     """Record an env's expert as demonstrations, prompted exactly as rollouts are."""
     _quiet_libraries()
     from agentrl.build import conversation_builder, env_factory, prompt_builder, split_kwargs
-    from agentrl.config import build_config
+    from agentrl.config import build_config, check_option
     from agentrl.demos import record_demos
     from agentrl.models import load_tokenizer, resolve_model
-    from agentrl.output_paths import check_output_file
+    from agentrl.output_paths import check_output_file, given_path
     from agentrl.preflight import check_inputs
 
-    if episodes < 1:
-        raise UserError(f"--episodes must be at least 1, not {episodes}.")
+    output = given_path(output_, "--output", "file")
+    check_option("--episodes", episodes)
+    check_option("--seed", seed)
     if not 0.0 <= expert_noise < 1.0:
         raise UserError(f"--expert-noise must be in [0, 1), not {expert_noise}.")
-    overrides = list(set_ or [])
-    if split is not None:
-        overrides.append(f"env.train_split={split}")
+    overrides = [*_option_overrides(("env.train_split", split)), *(set_ or [])]
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
     check_output_file(output, "demonstrations file")
     check_inputs(cfg, backend=False)
@@ -458,7 +498,7 @@ def demos(
 @user_errors
 def sft(
     demos_: Annotated[list[Path], typer.Option("--demos", "-d", help="Demonstration JSONL files.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Checkpoint folder to write.")],
+    output_: Annotated[str, typer.Option("--output", "-o", help="Checkpoint folder to write (new or empty).")],
     env: EnvOpt = None,
     model: ModelOpt = None,
     config: ConfigOpt = None,
@@ -471,15 +511,14 @@ def sft(
     """Supervised fine-tuning on demonstrations (reply tokens only); writes a checkpoint for run."""
     _quiet_libraries()
     from agentrl.config import build_config
+    from agentrl.output_paths import check_output_dir, given_path
     from agentrl.sft import run_sft
 
-    overrides = list(set_ or [])
-    for key, value in (("epochs", epochs), ("lr", lr), ("eval_episodes", eval_episodes)):
-        if value is not None:
-            overrides.append(f"sft.{key}={value}")
+    output = given_path(output_, "--output")
+    overrides = [*_option_overrides(("sft.epochs", epochs), ("sft.lr", lr), ("sft.eval_episodes", eval_episodes)),
+                 *(set_ or [])]
     cfg = build_config(env=env, model=model, config_path=config, overrides=overrides)
     from agentrl.demos import check_demo_files
-    from agentrl.output_paths import check_output_dir
     from agentrl.preflight import check_inputs
 
     check_output_dir(output, "checkpoint folder", must_be_empty=True)
@@ -561,9 +600,9 @@ def bench(
             "need them."
         ),
     ] = None,
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="Output folder: OUT/<algo>/seed<k>/.")
-    ] = Path("runs/bench"),
+    out_: Annotated[
+        str, typer.Option("--out", "-o", help="Output folder: OUT/<algo>/seed<k>/ (new, empty, or a bench's to resume).")
+    ] = "runs/bench",
     logger: Annotated[
         str | None,
         typer.Option(
@@ -582,10 +621,22 @@ def bench(
     ] = None,
 ) -> None:
     """Run several algorithms like-for-like over several seeds (resumable)."""
-    from agentrl.comparison import bench_command_text, parse_algos, plan_bench, run_bench
-    from agentrl.output_paths import check_output_dir
+    from agentrl.comparison import (
+        BENCH_FILE,
+        bench_command_text,
+        parse_algos,
+        plan_bench,
+        run_bench,
+    )
+    from agentrl.output_paths import check_owned_dir, given_path
 
-    check_output_dir(out, "bench output folder")
+    out = given_path(out_, "--out")
+    # a bench resumes into its own folder (bench.json); any other non-empty folder is refused
+    check_owned_dir(out, "bench output folder", "a bench's output", lambda p: (p / BENCH_FILE).is_file())
+    from agentrl.config import check_option
+
+    check_option("--seeds", seeds)
+    check_option("--first-seed", first_seed)
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -627,8 +678,8 @@ def bench(
     statuses = run_bench(
         plan, console, time_limit_s=None if stop_after_minutes is None else 60 * stop_after_minutes
     )
-    warnings = [s for s in statuses if s.warning]
-    for status in warnings:
+    warned = [s for s in statuses if s.warning]
+    for status in warned:
         console.print(
             f"[yellow]warning:[/] {status.run.algo} seed {status.run.seed}: {status.warning}"
         )
@@ -662,8 +713,8 @@ def suite(
     trajectories: Annotated[int, typer.Option(help="Trajectories per iteration, every algorithm.")] = 16,
     eval_episodes: Annotated[int, typer.Option(help="Eval episodes at the end of each run.")] = 32,
     set_: SetOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder: OUT/<probe>/<algo>/seed<k>/.")]
-    = Path("runs/suite"),
+    out_: Annotated[str, typer.Option("--out", "-o", help="Output folder: OUT/<probe>/<algo>/seed<k>/ (new, empty, or a suite's to resume).")]
+    = "runs/suite",
     stop_after_minutes: Annotated[
         float | None,
         typer.Option(help="Stop cleanly after this long; the same command resumes."),
@@ -674,10 +725,23 @@ def suite(
     import platform
 
     from agentrl.comparison import parse_algos
-    from agentrl.output_paths import check_output_dir
-    from agentrl.suite import plan_suite, probe_by_name, probe_records, run_suite, write_manifest
+    from agentrl.output_paths import check_owned_dir, given_path
+    from agentrl.suite import (
+        SUITE_FILE,
+        plan_suite,
+        probe_by_name,
+        probe_records,
+        run_suite,
+        write_manifest,
+    )
 
-    check_output_dir(out, "suite output folder")
+    out = given_path(out_, "--out")
+    # a suite resumes into its own folder (suite.json); any other non-empty folder is refused
+    check_owned_dir(out, "suite output folder", "a suite's output", lambda p: (p / SUITE_FILE).is_file())
+    from agentrl.config import check_option
+
+    check_option("--seeds", seeds)
+    check_option("--first-seed", first_seed)
     if stop_after_minutes is not None and not stop_after_minutes >= 0:
         raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
     names = parse_algos(algos)
@@ -727,10 +791,10 @@ def report(
             show_default=False,
         ),
     ],
-    output: Annotated[
-        Path,
-        typer.Option("--output", "-o", help="Folder for report.html, report.md and figures/."),
-    ] = Path("report"),
+    output_: Annotated[
+        str,
+        typer.Option("--output", "-o", help="Folder for report.html, report.md and figures/ (new, empty, or a report's)."),
+    ] = "report",
     traces: Annotated[int, typer.Option(help="Value-trace episodes per algorithm.")] = 2,
     title: Annotated[
         str | None, typer.Option(help="Report title (default: algorithms on env).")
@@ -738,12 +802,16 @@ def report(
 ) -> None:
     """Build a self-contained HTML report and a Markdown twin from run directories."""
     from agentrl.errors import UserError
-    from agentrl.output_paths import check_output_dir
+    from agentrl.output_paths import check_owned_dir, given_path
     from agentrl.reporting.report import build_report
 
+    output = given_path(output_, "--output")
     if traces < 0:
         raise UserError(f"--traces cannot be negative ({traces}).")
-    check_output_dir(output, "report folder")
+    from agentrl.config import check_option
+
+    check_option("--traces", traces)
+    check_owned_dir(output, "report folder", "a report", _is_report)
     from agentrl.reporting.suite import build_suite_report, is_suite
 
     if len(run_dirs) == 1 and is_suite(run_dirs[0]):  # an `agentrl suite` output folder
@@ -756,6 +824,11 @@ def report(
         f"{len(files.figures)} figures"
     )
     console.print(f"HTML: {files.html}\nMarkdown: {files.markdown}")
+
+
+def _is_report(folder: Path) -> bool:
+    """A folder ``agentrl report`` wrote before (rewriting it is what a user asks for)."""
+    return (folder / "report.html").is_file() or (folder / "report.md").is_file()
 
 
 def main() -> None:

@@ -47,6 +47,9 @@ from agentrl.errors import UserError
 from agentrl.reporting.machine import describe_machine
 from agentrl.reporting.runs import flatten
 
+#: The manifest ``agentrl bench`` keeps in its output folder: a folder holding it is a bench's.
+BENCH_FILE = "bench.json"
+
 #: Settings allowed to differ between a run directory on disk and the bench that reuses it:
 #: how long to train, where the folder is, and bookkeeping that changes nothing learned
 #: (the loggers are views of metrics.jsonl: a resumed run may start streaming to TensorBoard).
@@ -192,6 +195,8 @@ def plan_bench(
     shared, own_overrides = split_algorithm_overrides(overrides, algos)
     for text in shared:
         path, value = parse_override(text)
+        if path == ["algo"]:  # every run's algorithm comes from --algos; this one would be ignored
+            raise UserError(f"--set {text} is not used by a bench: the algorithms compared are --algos.")
         _set_dotted(tree, path, value)
     algorithm_section = tree.get("algorithm") or {}
     if not isinstance(algorithm_section, dict):
@@ -281,12 +286,11 @@ def existing_action(planned: PlannedRun) -> str:
     saved_path = folder / "config.yaml"
     if not saved_path.is_file():
         return "fresh"
-    try:
-        saved = yaml.safe_load(saved_path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise UserError(
-            f"'{saved_path}' is not readable YAML ({exc}); move that run away."
-        ) from exc
+    from agentrl.yaml_input import read_yaml_file
+
+    saved = read_yaml_file(saved_path, "The run's config file") or {}  # one sentence when unreadable
+    if not isinstance(saved, dict):
+        raise UserError(f"'{saved_path}' does not hold a run config; move that run away.")
     old, new = _normalised(saved), _normalised(planned.config.to_dict())
     defaults = _defaults(planned.config.algo)
     differing = sorted(
@@ -373,13 +377,16 @@ class Manifest:
     """``OUT/bench.json``: every bench invocation on this folder, appended, never rewritten away."""
 
     def __init__(self, plan: BenchPlan):
-        self.path = plan.out / "bench.json"
+        self.path = plan.out / BENCH_FILE
         data: dict[str, Any] = {}
         if self.path.is_file():
             try:
                 data = json.loads(self.path.read_text())
             except json.JSONDecodeError:
                 data = {}
+            if not isinstance(data, dict) or not isinstance(data.get("sessions", []), list):
+                raise UserError(f"'{self.path}' is not an agentrl bench manifest (a mapping with a list of "
+                                f"sessions); move it away or choose another --out.")
         self.data = data
         self.data["trajectories_per_iteration"] = plan.trajectories
         self.session: dict[str, Any] = {

@@ -10,6 +10,7 @@ of silently doing nothing.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -18,8 +19,8 @@ from typing import Any, Literal
 
 import yaml
 
-from agentrl.algorithms import AlgoConfig, get_algorithm
-from agentrl.errors import UserError
+from agentrl.algorithms import AlgoConfig, algorithm_name, get_algorithm
+from agentrl.errors import UserError, shown
 from agentrl.rollout import RolloutConfig
 
 #: Split names of the built-in envs: (train, eval). Other envs get no split argument.
@@ -115,15 +116,11 @@ class RunConfig:
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise UserError(f"Cannot read config file '{path}': {exc.strerror or exc}.") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"Config file '{path}' is not valid YAML ({str(exc).splitlines()[0]}).") from exc
+    """A config file as a tree of sections (agentrl.yaml_input refuses duplicate keys, alias
+    bombs and bytes that are not UTF-8, each in one sentence)."""
+    from agentrl.yaml_input import read_yaml_file
+
+    data = read_yaml_file(path)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -139,9 +136,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
         raise UserError(f"Malformed --set '{text}': the key before '=' is empty or has an empty part.")
+    from agentrl.yaml_input import YAMLSyntaxError, parse_yaml
+
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        value = parse_yaml(raw, f"--set '{key}'") if raw.strip() else ""
+    except YAMLSyntaxError:
         value = raw
     return key.split("."), value
 
@@ -177,18 +176,38 @@ def build_config(algo: str | None = None, env: str | None = None, model: str | N
     if algo is not None:
         tree["algo"] = algo
     if env is not None:
-        tree.setdefault("env", {})
-        tree["env"] = {**tree["env"], "id": env} if isinstance(tree["env"], dict) else {"id": env}
+        tree["env"] = {**_section(tree, "env"), "id": env}
     if model is not None:
-        tree["model"] = {**(tree.get("model") or {}), "name": model}
+        tree["model"] = {**_section(tree, "model"), "name": model}
     for text in overrides or []:
         path, value = parse_override(text)
+        if path == ["algo"] and algo is not None:
+            _check_same_algorithm(algo, value)
         _set_path(tree, path, value)
     return from_dict(tree)
 
 
+def _check_same_algorithm(algo: str, value: Any) -> None:
+    """``agentrl run sapo --set algo=ppo`` names two algorithms; training either one silently
+    would be wrong for the other, so a ``--set algo`` other than the command's is refused."""
+    if str(value).lower() != algo.lower():
+        raise UserError(f"--set algo={value} contradicts the command's algorithm {algo}; "
+                        f"name the algorithm once, as the command's argument (agentrl run {value}).")
+
+
+def _section(tree: dict[str, Any], name: str) -> dict[str, Any]:
+    """``tree[name]`` as a mapping (empty when absent); ``model: tiny`` where the ``model``
+    section belongs is one sentence, not a crash while the command line's values are added."""
+    value = tree.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UserError(f"Config section '{name}' must be a mapping, not {shown(value)}.")
+    return value
+
+
 def from_dict(tree: dict[str, Any]) -> RunConfig:
-    algo_name = str(tree.get("algo", RunConfig.algo))
+    algo_name = algorithm_name(str(tree.get("algo", RunConfig.algo)))
     algo_cls = get_algorithm(algo_name)
     sections = {
         "env": EnvConfig, "model": ModelConfig, "rollout": RolloutConfig, "train": TrainConfig,
@@ -199,7 +218,7 @@ def from_dict(tree: dict[str, Any]) -> RunConfig:
         raise UserError(f"Unknown config section '{sorted(unknown)[0]}'; sections are: algo, {', '.join(sections)}.")
     built = {name: _build(cls, tree.get(name) or {}, name) for name, cls in sections.items()}
     config = RunConfig(algo=algo_name, **built)
-    validate(config)
+    validate(config)  # every number finite and in range (RANGES)
     return config
 
 
@@ -213,64 +232,136 @@ def from_dict(tree: dict[str, Any]) -> RunConfig:
 
 @dataclass(frozen=True)
 class Range:
-    """Allowed interval of a numeric setting; ``None`` bounds are open-ended."""
+    """Allowed interval of a numeric setting; ``None`` bounds are open-ended.
+
+    ``low``/``high`` say what the setting means (a probability is in [0, 1]); ``cap`` is a sanity
+    limit on a count that has no natural top, far above any real run, so that a typo like
+    ``tasks_per_iteration=10^12`` is one sentence instead of a MemoryError an hour in.
+    Every admitted value is finite.
+    """
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False  # True: low itself is not allowed (e.g. a learning rate > 0)
     high_open: bool = False
+    cap: int | None = None
+
+    def capped(self, cap: int) -> Range:
+        """This range with a sanity limit ``cap``."""
+        return dataclasses.replace(self, cap=cap)
 
     def admits(self, value: float) -> bool:
-        if value != value:  # NaN
+        if isinstance(value, float) and not math.isfinite(value):
             return False
         if self.low is not None and (value < self.low or (self.low_open and value == self.low)):
             return False
+        if self.cap is not None and value > self.cap:
+            return False
         return not (self.high is not None and (value > self.high or (self.high_open and value == self.high)))
 
-    def describe(self) -> str:
+    def describe(self, value: float | None = None) -> str:
+        """The rule ``value`` breaks (the whole rule when ``value`` is None)."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"a finite number {self.describe()}"
+        if self.cap is not None and value is not None and value > self.cap:
+            return f"at most {_number(self.cap)}"
         if self.low is not None and self.high is not None:
-            return (f"in {'(' if self.low_open else '['}{self.low:g}, "
-                    f"{self.high:g}{')' if self.high_open else ']'}")
+            return (f"in {'(' if self.low_open else '['}{_number(self.low)}, "
+                    f"{_number(self.high)}{')' if self.high_open else ']'}")
         if self.low is not None:
-            return f"{'greater than' if self.low_open else 'at least'} {self.low:g}"
-        return f"{'less than' if self.high_open else 'at most'} {self.high:g}"
+            rule = f"{'greater than' if self.low_open else 'at least'} {_number(self.low)}"
+            return f"{rule} and at most {_number(self.cap)}" if self.cap is not None and value is None else rule
+        return f"{'less than' if self.high_open else 'at most'} {_number(self.high)}"
+
+
+def _number(bound: float) -> str:
+    """A bound as a person writes it: integers in full (a seed's top is 9223372036854775807)."""
+    if isinstance(bound, int) or float(bound).is_integer():
+        return str(int(bound))
+    return f"{bound:g}"
 
 
 POSITIVE = Range(0, low_open=True)
+#: A learning rate: above 0, and at most 10 (far past any rate that trains; 1e300 would overflow
+#: the optimizer's float32 arithmetic into a traceback)
+RATE = Range(0, 10, low_open=True)
 AT_LEAST_ONE = Range(1)
 NON_NEGATIVE = Range(0)
 UNIT = Range(0, 1)
+#: Seeds: what ``torch.manual_seed`` and Python's ``random`` take, with room for ``seed + rank``.
+SEED = Range(0, 2**63 - 1)
+#: Counts of things (iterations, episodes, turns): far above any run, below a MemoryError.
+MANY = 10_000_000
+#: Token counts: a million-token context is beyond every model agentrl runs.
+TOKENS = 1_048_576
 
-#: ``section.key`` -> allowed range. Keys a section does not have (another algorithm's) are skipped.
+#: ``section.key`` -> allowed range, the one place the numeric settings' rules live (docs/cli.md
+#: lists them). Keys a section does not have (another algorithm's) are skipped; every int and
+#: float setting of every section has an entry (tests/test_input_checks.py).
 RANGES: dict[str, Range] = {
-    "model.lora_rank": NON_NEGATIVE, "model.lora_alpha": POSITIVE, "model.lora_dropout": Range(0, 1, high_open=True),
-    "model.vllm_gpu_memory_utilization": Range(0, 1, low_open=True), "model.vllm_kv_cache_gib": POSITIVE,
-    "rollout.tasks_per_iteration": AT_LEAST_ONE, "rollout.max_turns": AT_LEAST_ONE,
-    "rollout.history_window": NON_NEGATIVE, "rollout.invalid_action_penalty": NON_NEGATIVE,
+    "model.lora_rank": NON_NEGATIVE.capped(65_536), "model.lora_alpha": POSITIVE,
+    "model.lora_dropout": Range(0, 1, high_open=True),
+    "model.vllm_gpu_memory_utilization": Range(0, 1, low_open=True), "model.vllm_kv_cache_gib": POSITIVE.capped(65_536),
+    "model.vllm_sync_tolerance": NON_NEGATIVE,
+    "rollout.tasks_per_iteration": AT_LEAST_ONE.capped(100_000), "rollout.max_turns": AT_LEAST_ONE.capped(100_000),
+    "rollout.history_window": NON_NEGATIVE.capped(100_000), "rollout.invalid_action_penalty": NON_NEGATIVE,
     "rollout.temperature": NON_NEGATIVE,  # 0: greedy rollouts (scored at T=1)
     "rollout.top_p": Range(0, 1, low_open=True),
-    "rollout.max_new_tokens": AT_LEAST_ONE, "rollout.max_prompt_tokens": Range(16),
-    "rollout.generation_batch_size": AT_LEAST_ONE, "rollout.env_workers": NON_NEGATIVE,
+    "rollout.max_new_tokens": AT_LEAST_ONE.capped(TOKENS),
+    # the smallest that holds a system prompt, the task and one observation (the built-in envs'
+    # first prompts are 90-140 tokens); below it a prompt cannot be shortened to fit
+    "rollout.max_prompt_tokens": Range(256).capped(TOKENS),
+    "rollout.generation_batch_size": AT_LEAST_ONE.capped(1_000_000), "rollout.env_workers": NON_NEGATIVE.capped(4096),
     "rollout.env_step_timeout_s": NON_NEGATIVE,  # 0: no step timeout
-    "train.iterations": AT_LEAST_ONE, "train.eval_every": NON_NEGATIVE, "train.eval_episodes": NON_NEGATIVE,
-    "train.save_every": NON_NEGATIVE,  # 0: a checkpoint only at the end
-    "train.samples_per_iteration": NON_NEGATIVE,
-    "algorithm.lr": POSITIVE, "algorithm.epochs": AT_LEAST_ONE, "algorithm.minibatch_turns": AT_LEAST_ONE,
-    "algorithm.micro_batch_tokens": AT_LEAST_ONE, "algorithm.clip_eps": POSITIVE,
+    "train.iterations": AT_LEAST_ONE.capped(MANY), "train.seed": SEED,
+    "train.eval_every": NON_NEGATIVE.capped(MANY), "train.eval_episodes": NON_NEGATIVE.capped(1_000_000),
+    "train.save_every": NON_NEGATIVE.capped(MANY),  # 0: a checkpoint only at the end
+    "train.samples_per_iteration": NON_NEGATIVE.capped(1_000_000),
+    "algorithm.lr": RATE, "algorithm.epochs": AT_LEAST_ONE.capped(100_000),
+    "algorithm.minibatch_turns": AT_LEAST_ONE.capped(MANY),
+    "algorithm.micro_batch_tokens": AT_LEAST_ONE.capped(1_000_000_000), "algorithm.clip_eps": POSITIVE,
     "algorithm.kl_coef": NON_NEGATIVE, "algorithm.entropy_coef": NON_NEGATIVE,
     "algorithm.max_grad_norm": POSITIVE, "algorithm.gamma": UNIT, "algorithm.lam": UNIT,
     "algorithm.weight_decay": NON_NEGATIVE, "algorithm.value_coef": NON_NEGATIVE, "algorithm.q_coef": NON_NEGATIVE,
-    "algorithm.value_clip": POSITIVE, "algorithm.critic_lr": POSITIVE, "algorithm.critic_epochs": AT_LEAST_ONE,
-    "algorithm.group_size": Range(2),
+    "algorithm.value_clip": POSITIVE, "algorithm.critic_lr": RATE,
+    "algorithm.critic_epochs": AT_LEAST_ONE.capped(100_000),
+    "algorithm.group_size": Range(2).capped(10_000),
     "algorithm.tis_cap": NON_NEGATIVE,  # 0: no truncated importance-sampling correction
-    "algorithm.value_warmup_iterations": NON_NEGATIVE, "algorithm.value_warmup_lr": POSITIVE,
-    "algorithm.value_temperature": POSITIVE, "algorithm.value_lr": POSITIVE,
-    "algorithm.critic_head_lr": POSITIVE, "algorithm.value_epochs": NON_NEGATIVE,
-    "algorithm.value_epoch_lr": POSITIVE,
-    "sft.epochs": AT_LEAST_ONE, "sft.lr": POSITIVE, "sft.batch_turns": AT_LEAST_ONE,
-    "sft.micro_batch_tokens": AT_LEAST_ONE, "sft.max_grad_norm": POSITIVE, "sft.weight_decay": NON_NEGATIVE,
-    "sft.eval_episodes": NON_NEGATIVE,
+    "algorithm.value_warmup_iterations": NON_NEGATIVE.capped(MANY), "algorithm.value_warmup_lr": RATE,
+    "algorithm.value_warmup_ev": Range(high=1),  # explained variance: 1 at best
+    "algorithm.value_temperature": POSITIVE, "algorithm.value_lr": RATE,
+    "algorithm.critic_head_lr": RATE, "algorithm.value_epochs": NON_NEGATIVE.capped(100_000),
+    "algorithm.value_epoch_lr": RATE,
+    "sft.epochs": AT_LEAST_ONE.capped(100_000), "sft.lr": RATE, "sft.batch_turns": AT_LEAST_ONE.capped(MANY),
+    "sft.micro_batch_tokens": AT_LEAST_ONE.capped(1_000_000_000), "sft.max_grad_norm": POSITIVE,
+    "sft.weight_decay": NON_NEGATIVE, "sft.eval_episodes": NON_NEGATIVE.capped(1_000_000), "sft.seed": SEED,
 }
+
+
+def check_ranges(config: RunConfig) -> None:
+    """Raise :class:`UserError` for the first numeric setting outside its :data:`RANGES` entry."""
+    for key, allowed in RANGES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name, None)
+        if value is None or isinstance(value, bool):
+            continue
+        if not allowed.admits(value):
+            raise UserError(f"Config key '{key}' must be {allowed.describe(value)}, not {shown(value)}.")
+
+
+#: Command-line options that are not config keys, ranged the same way.
+OPTION_RANGES: dict[str, Range] = {
+    "--episodes": AT_LEAST_ONE.capped(1_000_000), "--seed": SEED, "--first-seed": SEED,
+    "--seeds": AT_LEAST_ONE.capped(10_000), "--traces": NON_NEGATIVE.capped(1000),
+}
+
+
+def check_option(option: str, value: float) -> None:
+    """The rule of :data:`OPTION_RANGES` for a command-line option (``--episodes 0``)."""
+    allowed = OPTION_RANGES[option]
+    if not allowed.admits(value):
+        raise UserError(f"{option} must be {allowed.describe(value)}, not {shown(value)}.")
+
 
 #: ``section.key`` -> the words it may be (string settings whose typos would otherwise surface late).
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -290,18 +381,12 @@ DTYPE_NAMES = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16")
 
 def validate(config: RunConfig) -> None:
     """Raise :class:`UserError` for the first setting a run cannot use."""
-    for key, allowed in RANGES.items():
-        section, name = key.split(".")
-        value = getattr(getattr(config, section), name, None)
-        if value is None or isinstance(value, bool):
-            continue
-        if not allowed.admits(float(value)):
-            raise UserError(f"Config key '{key}' must be {allowed.describe()}, not {value!r}.")
+    check_ranges(config)
     for key, words in CHOICES.items():
         section, name = key.split(".")
         value = getattr(getattr(config, section), name, None)
         if value is not None and value not in words:
-            raise UserError(f"Config key '{key}' must be one of {', '.join(words)}, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be one of {', '.join(words)}, not {shown(value)}.")
     _validate_words(config)
 
 
@@ -309,28 +394,29 @@ def _validate_words(config: RunConfig) -> None:
     import re
 
     if any(not isinstance(m, str) or not m.strip() for m in config.env.imports):
-        raise UserError(f"Config key 'env.imports' must be a list of module names, not {config.env.imports!r}.")
+        raise UserError(f"Config key 'env.imports' must be a list of module names, not {shown(config.env.imports)}.")
     from agentrl.env_modules import import_all
 
     import_all(config.env.imports)
     if not isinstance(config.train.loggers, list):
-        raise UserError(f"Config key 'train.loggers' must be a list such as [tensorboard, wandb], not {config.train.loggers!r}.")
+        raise UserError(f"Config key 'train.loggers' must be a list such as [tensorboard, wandb], not {shown(config.train.loggers)}.")
     from agentrl.loggers import check_logger_names
 
     check_logger_names(config.train.loggers)
     if not str(config.env.id).strip():
         raise UserError("Config key 'env.id' is empty; name an env (keydoor, alfworld, webshop or a gymnasium id).")
     if config.model.dtype not in DTYPE_NAMES:
-        raise UserError(f"Config key 'model.dtype' must be one of {', '.join(DTYPE_NAMES)}, not {config.model.dtype!r}.")
+        raise UserError(f"Config key 'model.dtype' must be one of {', '.join(DTYPE_NAMES)}, not {shown(config.model.dtype)}.")
     if config.rollout.generation_dtype not in (*DTYPE_NAMES, "same"):
         raise UserError(f"Config key 'rollout.generation_dtype' must be one of same, {', '.join(DTYPE_NAMES)}, "
-                        f"not {config.rollout.generation_dtype!r}.")
+                        f"not {shown(config.rollout.generation_dtype)}.")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", config.rollout.action_tag):
         raise UserError(f"Config key 'rollout.action_tag' must be a tag name (letters, digits, _ . -), "
-                        f"not {config.rollout.action_tag!r}.")
+                        f"not {shown(config.rollout.action_tag)}.")
     device = config.model.device
     if device != "auto" and not re.fullmatch(r"(cpu|cuda|cuda:\d+|mps)", device):
-        raise UserError(f"Config key 'model.device' must be auto, cpu, cuda or cuda:N, not {device!r}.")
+        raise UserError(f"Config key 'model.device' must be auto, cpu, cuda or cuda:N, not {shown(device)}.")
+    _check_mps(device)
     if config.rollout.action_mode == "constrained" and config.rollout.think:
         raise UserError("rollout.think cannot be combined with rollout.action_mode=constrained (the reply is the action alone).")
     if config.train.parallel == "fsdp" and getattr(config.algorithm, "value_warmup_iterations", 0) > 0:
@@ -341,9 +427,18 @@ def _validate_words(config: RunConfig) -> None:
     check_parallel(config.train.parallel, config.model.lora_rank, config.model.reference_offload)
 
 
+def _check_mps(device: str) -> None:
+    """``mps`` is Apple's GPU: on any other machine torch fails deep inside the model load."""
+    import sys
+
+    if device == "mps" and sys.platform != "darwin":
+        raise UserError(f"Config key 'model.device' is mps, which exists only on macOS; "
+                        f"this machine is {sys.platform}: use auto, cpu or cuda.")
+
+
 def _build(cls: type, values: Any, where: str) -> Any:
     if not isinstance(values, dict):
-        raise UserError(f"Config section '{where}' must be a mapping, not {values!r}.")
+        raise UserError(f"Config section '{where}' must be a mapping, not {shown(values)}.")
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs = {}
@@ -371,7 +466,7 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         raise errors[0]
     if origin is Literal:
         if value not in args:
-            raise UserError(f"Config key '{key}' must be one of {', '.join(map(str, args))}, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be one of {', '.join(map(str, args))}, not {shown(value)}.")
         return value
     if hint is Any:
         return value
@@ -379,19 +474,19 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         if isinstance(value, str):  # --set env.imports=mymod: one item
             value = [value]
         if not isinstance(value, list):
-            raise UserError(f"Config key '{key}' must be a list, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be a list, not {shown(value)}.")
         return [_coerce(item, args[0], key) for item in value] if args else value
     if origin is dict or hint is dict:
         if not isinstance(value, dict):
-            raise UserError(f"Config key '{key}' must be a mapping, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be a mapping, not {shown(value)}.")
         return value
     if hint is bool:
         if not isinstance(value, bool):
-            raise UserError(f"Config key '{key}' must be true or false, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be true or false, not {shown(value)}.")
         return value
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise UserError(f"Config key '{key}' must be an integer, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be an integer, not {shown(value)}.")
         return value
     if hint is float:
         if isinstance(value, str):  # YAML 1.1 reads "1e-5" (no dot) as a string
@@ -400,11 +495,11 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
             except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise UserError(f"Config key '{key}' must be a number, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be a number, not {shown(value)}.")
         return float(value)
     if hint is str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise UserError(f"Config key '{key}' must be a string, not {value!r}.")
+            raise UserError(f"Config key '{key}' must be a string, not {shown(value)}.")
         return str(value)
     return value
 

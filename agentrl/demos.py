@@ -32,7 +32,7 @@ import gymnasium as gym
 
 from agentrl.conversation import ConversationBuilder
 from agentrl.envs import expert_action
-from agentrl.errors import UserError
+from agentrl.errors import UserError, shown
 from agentrl.prompting import HistoryEntry, PromptBuilder
 
 
@@ -150,6 +150,14 @@ def read_demos(path: Path) -> Iterator[dict[str, Any]]:
         yield record
 
 
+#: Roles a chat template knows.
+CHAT_ROLES = ("system", "user", "assistant", "tool")
+#: The most characters of prompt and reply in one demonstration turn: about 64k tokens, more than
+#: any rollout prompt; a larger turn is a mistake that would take minutes to tokenize and OOM the
+#: training step rather than teach anything.
+MAX_DEMO_CHARS = 256_000
+
+
 def check_demo_record(record: Any, where: str) -> None:
     """Raise :class:`UserError` unless ``record`` is a demo turn SFT can use."""
     if not isinstance(record, dict):
@@ -158,7 +166,9 @@ def check_demo_record(record: Any, where: str) -> None:
     if "reply" not in record or not ("messages" in record or "prompt" in record):
         raise UserError(f"{where} lacks 'reply' and 'messages' (or 'prompt').")
     if not isinstance(record["reply"], str) or not record["reply"]:
-        raise UserError(f"{where}: 'reply' must be a non-empty string, not {record['reply']!r}.")
+        raise UserError(f"{where}: 'reply' must be a non-empty string, not {shown(record['reply'])}.")
+    if not record["reply"].strip():
+        raise UserError(f"{where}: 'reply' holds only whitespace; a demonstration teaches the reply it holds.")
     if "messages" in record:
         messages = record["messages"]
         if not isinstance(messages, list) or not messages:
@@ -167,10 +177,18 @@ def check_demo_record(record: Any, where: str) -> None:
             if not (isinstance(message, dict) and isinstance(message.get("role"), str)
                     and isinstance(message.get("content"), str)):
                 raise UserError(f"{where}: messages[{k}] must be an object with string 'role' and 'content'.")
+            if message["role"] not in CHAT_ROLES:
+                raise UserError(f"{where}: messages[{k}] has role {shown(message['role'], 60)}; "
+                                f"roles are {', '.join(CHAT_ROLES)}.")
     elif not isinstance(record["prompt"], str):
         raise UserError(f"{where}: 'prompt' must be a string, not {type(record['prompt']).__name__}.")
     if "expert" in record and not isinstance(record["expert"], bool):
-        raise UserError(f"{where}: 'expert' must be true or false, not {record['expert']!r}.")
+        raise UserError(f"{where}: 'expert' must be true or false, not {shown(record['expert'])}.")
+    size = (sum(len(m["content"]) for m in record["messages"]) if "messages" in record else len(record["prompt"]))
+    if size + len(record["reply"]) > MAX_DEMO_CHARS:
+        raise UserError(f"{where} holds {size + len(record['reply']):,} characters of prompt and reply, more than the "
+                        f"{MAX_DEMO_CHARS:,} a demonstration turn may hold (a rollout prompt is at most "
+                        f"rollout.max_prompt_tokens tokens).")
 
 
 def check_demo_files(paths: list[Path]) -> int:

@@ -17,9 +17,12 @@ SIGKILL itself at that named point, so tests can reproduce a kill at the worst m
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 from pathlib import Path
+
+from agentrl.errors import UserError
 
 #: The environment variable read by :func:`crash_point` (tests only).
 CRASH_ENV = "AGENTRL_CRASH_AT"
@@ -67,6 +70,34 @@ def fsync_tree(folder: Path) -> None:
         fsync_dir(Path(root))
 
 
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full: ``OSError(ENOSPC)`` (or the quota's ``EDQUOT``),
+    or the text a library that wraps it leaves (safetensors' ``StorageFull``, a C++ writer's
+    "No space left on device")."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc)
+    return "No space left on device" in text or "StorageFull" in text
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of every file below ``folder`` (how much room a checkpoint like it needs)."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.path.getsize(Path(root) / name)
+            except OSError:
+                pass
+    return total
+
+
+def disk_full_error(path: Path, needed: int) -> UserError:
+    """One sentence for a write the disk had no room for: the file and the bytes it needed."""
+    return UserError(f"No space left on the device writing '{path}' ({needed:,} bytes needed); free some space "
+                     "and rerun (a run continues from its last checkpoint with --resume).")
+
+
 def temp_path(path: Path) -> Path:
     """The temporary name :func:`atomic_write_text` uses beside ``path`` (one writer per run)."""
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -79,10 +110,16 @@ def atomic_write_text(path: Path, text: str, crash_name: str | None = None, iter
     rename (the moment a non-atomic write would have left a truncated file).
     """
     tmp = temp_path(path)
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # the old file is untouched; no half-written temporary stays
+        if disk_full(exc):
+            raise disk_full_error(path, len(text.encode("utf-8"))) from exc
+        raise
     if crash_name is not None:
         crash_point(crash_name, iteration)
     os.replace(tmp, path)
@@ -103,5 +140,9 @@ def append_line(path: Path, line: str) -> None:
         while written < len(data):  # a regular file takes it in one go; loop for the rare short write
             written += os.write(fd, data[written:])
         os.fsync(fd)
+    except OSError as exc:
+        if disk_full(exc):  # at worst a cut-off last line, which every reader skips
+            raise disk_full_error(path, len(data)) from exc
+        raise
     finally:
         os.close(fd)

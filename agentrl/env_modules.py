@@ -14,10 +14,12 @@ meaning as in ``gymnasium.make``: import ``module``, then make ``EnvId``.
 from __future__ import annotations
 
 import importlib
+import os
+import re
 
 import gymnasium as gym
 
-from agentrl.errors import UserError
+from agentrl.errors import UserError, cut, shown
 
 _imported: dict[str, list[str]] = {}  # module name -> env ids its import registered
 
@@ -33,13 +35,25 @@ def split_module_id(name: str) -> tuple[str | None, str]:
     return module, env_id
 
 
+def check_module_name(module: str) -> None:
+    """An absolute dotted module name (``mylab.envs``): there is no package for ``.x`` to be
+    relative to, and an empty name imports nothing."""
+    if not module.strip():
+        raise UserError("An env module name is empty; name a module such as mylab.envs.")
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module):
+        raise UserError(f"Env module name {shown(module, 80)} is not an absolute module name such as mylab.envs"
+                        f"{' (a relative import has no package to start from here)' if module.startswith('.') else ''}.")
+
+
 def import_env_module(module: str) -> list[str]:
     """Import a user's module so that its ``gym.register`` calls run; return the ids it added.
 
-    Only "this module cannot be found" is the user's mistake (one sentence); an exception raised
-    by the module's own code is a bug in it and keeps its traceback, which is what its author
-    needs to fix it.
+    Any failure is one sentence: a module that cannot be found, or one whose own code fails
+    (raises at import, a SyntaxError, a missing dependency). The latter names the error's last
+    line and writes the full traceback to a file the sentence names, which is what the module's
+    author needs to fix it.
     """
+    check_module_name(module)
     if module in _imported:
         return _imported[module]
     before = set(gym.registry)
@@ -48,12 +62,26 @@ def import_env_module(module: str) -> list[str]:
     except ModuleNotFoundError as exc:
         missing = exc.name or module
         if not (module == missing or module.startswith(missing + ".")):
-            raise  # the module exists but imports something missing: its own problem, keep the traceback
+            raise _import_failure(module, exc) from exc  # the module exists but imports something missing
         raise UserError(f"Cannot import env module '{module}': no such module on the Python path "
                         f"(add its folder to PYTHONPATH or install it).") from exc
+    except Exception as exc:  # noqa: BLE001 (the user's module code: any exception, a SyntaxError too)
+        raise _import_failure(module, exc) from exc
     added = sorted(set(gym.registry) - before)
     _imported[module] = added
     return added
+
+
+def _import_failure(module: str, exc: BaseException) -> UserError:
+    """The sentence for a module whose own code failed; its traceback goes to a file."""
+    import tempfile
+    import traceback
+
+    last = traceback.format_exception_only(exc)[-1].strip()
+    fd, name = tempfile.mkstemp(prefix=f"agentrl-import-{module}-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("".join(traceback.format_exception(exc)))
+    return UserError(f"Cannot import env module '{module}': {cut(last, 300)} (full traceback in {name}).")
 
 
 def ids_registered_by_imports() -> dict[str, str]:

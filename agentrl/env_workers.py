@@ -37,6 +37,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentrl.env_errors import EnvCallFailed, error_outcome, replaced, report_env_error
 from agentrl.env_step_timeout import (
     DeadlineRunner,
     EnvStepTimeout,
@@ -57,6 +58,15 @@ class EnvWorkerError(RuntimeError):
     """An env failed (or its worker died) in a worker process."""
 
 
+class EnvWorkerCallFailed(EnvCallFailed, EnvWorkerError):
+    """An env raised in its worker (``rollout.env_errors: stop``): the engine's sentence names it;
+    ``str()`` keeps the worker's traceback."""
+
+    def __init__(self, method: str, slot: int, text: str, detail: str):
+        super().__init__(method, slot, text=text)
+        self.args = (detail,)
+
+
 def _timed_step(envs: dict[int, gym.Env], last: dict[int, tuple[Any, dict]],
                 runner: DeadlineRunner, factory: Callable[[], gym.Env], slot: int,
                 action: Any, timeout_s: float) -> tuple:
@@ -74,8 +84,41 @@ def _timed_step(envs: dict[int, gym.Env], last: dict[int, tuple[Any, dict]],
     return outcome
 
 
+def _guarded_reset(envs: dict[int, gym.Env], factory: Callable[[], gym.Env], slot: int, seed: int,
+                   env_errors: str) -> tuple:
+    """One reset in a worker; an exception is :class:`EnvCallFailed`, or under ``truncate`` one
+    retry on a fresh env (agentrl.env_errors)."""
+    try:
+        return envs[slot].reset(seed=seed)
+    except Exception as exc:  # noqa: BLE001 (the user's env: any exception)
+        if env_errors != "truncate":
+            raise EnvCallFailed("reset", slot, exc) from exc
+        report_env_error(slot, "reset", exc)
+        envs[slot] = replaced(envs[slot], factory)
+    try:
+        return envs[slot].reset(seed=seed)
+    except Exception as exc:  # noqa: BLE001
+        raise EnvCallFailed("reset", slot, exc) from exc
+
+
+def _guarded_step(envs: dict[int, gym.Env], last: dict[int, tuple[Any, dict]], runner: DeadlineRunner,
+                  factory: Callable[[], gym.Env], slot: int, action: Any, timeout_s: float,
+                  env_errors: str) -> tuple:
+    """:func:`_timed_step`; an exception the env raises is :class:`EnvCallFailed`, or under
+    ``truncate`` ends the episode as truncated with a fresh env in its slot."""
+    try:
+        return _timed_step(envs, last, runner, factory, slot, action, timeout_s)
+    except Exception as exc:  # noqa: BLE001 (the user's env: any exception)
+        if env_errors != "truncate":
+            raise EnvCallFailed("step", slot, exc) from exc
+        report_env_error(slot, "step", exc)
+        envs[slot] = replaced(envs[slot], factory)
+        obs, info = last.get(slot, ("", {}))
+        return error_outcome(obs, info, exc)
+
+
 def _worker_main(conn: Connection, factory: Callable[[], gym.Env],
-                 step_timeout_s: float = 0.0) -> None:
+                 step_timeout_s: float = 0.0, env_errors: str = "stop") -> None:
     envs: dict[int, gym.Env] = {}
     last: dict[int, tuple[Any, dict]] = {}
     runner = DeadlineRunner()
@@ -91,10 +134,10 @@ def _worker_main(conn: Connection, factory: Callable[[], gym.Env],
                         envs[slot] = factory()
                 result: Any = None
             elif command == "reset":
-                result = [envs[slot].reset(seed=seed) for slot, seed in payload]
+                result = [_guarded_reset(envs, factory, slot, seed, env_errors) for slot, seed in payload]
                 last.update((slot, out) for (slot, _), out in zip(payload, result, strict=True))
             elif command == "step":
-                result = [_timed_step(envs, last, runner, factory, slot, action, step_timeout_s)
+                result = [_guarded_step(envs, last, runner, factory, slot, action, step_timeout_s, env_errors)
                           for slot, action in payload]
             elif command == "metadata":
                 env = envs[payload]
@@ -108,6 +151,9 @@ def _worker_main(conn: Connection, factory: Callable[[], gym.Env],
             else:
                 raise ValueError(f"unknown command {command!r}")
             conn.send(("ok", result))
+        except EnvCallFailed as failure:  # the env raised: which call, which slot, what
+            conn.send(("env_error", (failure.method, failure.slot,
+                                     f"{failure.text}\n{traceback.format_exc()}")))
         except Exception as exc:  # report, keep serving: the caller decides what to do
             conn.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
     for env in envs.values():
@@ -159,7 +205,7 @@ class EnvWorkerPool:
     """N env slots spread over ``workers`` processes; the interface of ``EnvPool``."""
 
     def __init__(self, factory: Callable[[], gym.Env], workers: int, step_timeout_s: float = 0.0,
-                 watchdog_grace_s: float = WATCHDOG_GRACE_S):
+                 watchdog_grace_s: float = WATCHDOG_GRACE_S, env_errors: str = "stop"):
         if workers < 1:
             raise ValueError("EnvWorkerPool needs at least one worker")
         self.factory = factory
@@ -167,6 +213,7 @@ class EnvWorkerPool:
         self.size = 0
         self.step_timeout_s = step_timeout_s
         self.watchdog_grace_s = watchdog_grace_s
+        self.env_errors = env_errors  # rollout.env_errors, applied inside each worker
         self._processes: list[mp.Process] = []
         self._conns: list[Connection] = []
         self._last: dict[int, tuple[Any, dict]] = {}  # slot -> last (obs, info), for a timeout
@@ -180,7 +227,7 @@ class EnvWorkerPool:
     def _spawn(self, index: int) -> tuple[mp.Process, Connection]:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
-        proc = context.Process(target=_worker_main, args=(child, self.factory, self.step_timeout_s),
+        proc = context.Process(target=_worker_main, args=(child, self.factory, self.step_timeout_s, self.env_errors),
                                name=f"agentrl-env-worker-{index}")
         proc.start()
         child.close()
@@ -220,6 +267,8 @@ class EnvWorkerPool:
         if not self._conns:
             raise EnvWorkerError("the env worker pool is closed")
         errors: list[str] = []
+        failed: tuple[str, int, str] | None = None  # (method, slot, text) of an env that raised
+        other = False  # a worker died, or failed outside an env call
         sent: dict[int, float | None] = {}
         for worker, payload in per_worker.items():
             try:
@@ -228,6 +277,7 @@ class EnvWorkerPool:
             except (BrokenPipeError, OSError):
                 code = self._processes[worker].exitcode
                 errors.append(f"env worker {worker} died (exit code {code})")
+                other = True
         results: dict[int, Any] = {}
         for worker, deadline in sent.items():
             try:
@@ -240,12 +290,20 @@ class EnvWorkerPool:
                 code = self._processes[worker].exitcode
                 errors.append(f"env worker {worker} died (exit code {code})"
                               + ("" if worker in self._answered else _start_hint()))
+                other = True
                 continue
             self._answered.add(worker)
-            if status == "error":
+            if status == "env_error":
+                failed = failed or value
+                errors.append(f"env worker {worker}: {value[2]}")
+            elif status == "error":
                 errors.append(f"env worker {worker}: {value}")
+                other = True
             else:
                 results[worker] = value
+        if failed is not None and not other:  # envs raised (no worker died): the engine names the first
+            method, slot, text = failed
+            raise EnvWorkerCallFailed(method, slot, text=text.split("\n", 1)[0], detail="; ".join(errors))
         if errors:
             raise EnvWorkerError("; ".join(errors))
         return results

@@ -24,13 +24,13 @@ A text env is a plain :class:`gymnasium.Env` with these properties (DESIGN.md):
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 from gymnasium import spaces
 
-from agentrl.errors import UserError
+from agentrl.errors import UserError, cut, shown
 
 #: Characters a text observation or action may contain: printable ASCII plus a few symbols
 #: real pages use. Gymnasium's default charset is alphanumeric only, which rejects any sentence.
@@ -92,12 +92,17 @@ def make_env(name: str, **kwargs: Any) -> gym.Env:
     unknown split: ValueError, as the built-in envs raise) is the user's mistake, reported with
     the env id and the options given.
     """
+    import warnings
+
     env_id = resolve_env_id(name)
     try:
-        return gym.make(env_id, **kwargs)
+        with warnings.catch_warnings():  # render modes mean nothing to a text env; the warning is noise
+            warnings.filterwarnings("ignore", message=".*doesn't include `render_modes`")
+            return gym.make(env_id, **kwargs)
     except (TypeError, ValueError) as exc:
-        options = ", ".join(f"{k}={v!r}" for k, v in sorted(kwargs.items())) or "no options"
+        options = ", ".join(f"{k}={shown(v, 80)}" for k, v in sorted(kwargs.items())) or "no options"
         reason = str(exc).strip().rstrip(".").replace("\n", " ")
+        reason = reason if len(reason) <= 400 else reason[:400] + "..."  # it may echo every option
         raise UserError(f"Env '{env_id}' rejected its options ({options}): {reason}.") from exc
 
 
@@ -117,55 +122,124 @@ def expert_action(env: gym.Env) -> str:
     return method()
 
 
-def check_info(info: dict[str, Any], where: str) -> None:
-    """Raise ValueError if ``info`` misses a contract key or has the wrong type."""
+class EnvContractError(UserError, ValueError):
+    """An env breaks the text-env contract: one sentence naming the env, the method and the rule.
+
+    A :class:`UserError` (the CLI shows the sentence and exits 2) and a ``ValueError`` (what
+    :func:`check_text_env` has always raised).
+    """
+
+
+def check_info(info: Any, where: str) -> None:
+    """Raise :class:`EnvContractError` if ``info`` misses a contract key or has the wrong type."""
+    if not isinstance(info, dict):
+        raise EnvContractError(f"{where}: info must be a dict, not {type(info).__name__}")
     for key in REQUIRED_INFO_KEYS:
         if key not in info:
-            raise ValueError(f"{where}: info lacks '{key}'")
+            raise EnvContractError(f"{where}: info lacks '{key}'")
     if not isinstance(info["task"], str):
-        raise ValueError(f"{where}: info['task'] must be a str")
+        raise EnvContractError(f"{where}: info['task'] must be a str")
     admissible = info["admissible_actions"]
     if admissible is not None and not (
-        isinstance(admissible, Sequence) and all(isinstance(a, str) for a in admissible)
+        isinstance(admissible, Sequence) and not isinstance(admissible, str)
+        and all(isinstance(a, str) for a in admissible)
     ):
-        raise ValueError(f"{where}: info['admissible_actions'] must be a list of str or None")
+        raise EnvContractError(f"{where}: info['admissible_actions'] must be a list of str or None")
     if not isinstance(info["won"], bool):
-        raise ValueError(f"{where}: info['won'] must be a bool")
+        raise EnvContractError(f"{where}: info['won'] must be a bool")
+
+
+def _env_name(env: gym.Env) -> str:
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else env.unwrapped.__class__.__name__
+
+
+def _called(env_name: str, where: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call one of the env's methods; an exception it raises is one sentence naming the call."""
+    try:
+        return method(*args, **kwargs)
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (the user's env code: any exception is reported)
+        raise EnvContractError(f"Env '{env_name}' raised {type(exc).__name__} in {where}: "
+                               f"{cut(str(exc)).rstrip('.')}.") from exc
+
+
+def _checked_reset(env_name: str, base: gym.Env, seed: int) -> tuple[str, dict[str, Any]]:
+    where = f"reset(seed={seed})"
+    result = _called(env_name, where, base.reset, seed=seed)
+    if not isinstance(result, tuple) or len(result) != 2:
+        got = "the observation alone" if not isinstance(result, tuple) else f"{len(result)} values"
+        raise EnvContractError(f"Env '{env_name}' breaks the text-env contract: {where} returned {got}; "
+                               f"it must return (observation, info).")
+    obs, info = result
+    if not isinstance(obs, str):
+        raise EnvContractError(f"Env '{env_name}' breaks the text-env contract: {where} returned an observation "
+                               f"of type {type(obs).__name__}; observations must be str.")
+    _checked_info(env_name, info, where)
+    return obs, info
+
+
+def _checked_step(env_name: str, base: gym.Env, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    where = f"step({shown(action, 60)})"
+    result = _called(env_name, where, base.step, action)
+    if not isinstance(result, tuple) or len(result) != 5:
+        got = f"{len(result)} values" if isinstance(result, tuple) else type(result).__name__
+        old = " (gym's old obs, reward, done, info)" if isinstance(result, tuple) and len(result) == 4 else ""
+        raise EnvContractError(f"Env '{env_name}' breaks the text-env contract: {where} returned {got}{old}; "
+                               f"it must return (observation, reward, terminated, truncated, info).")
+    obs, reward, terminated, truncated, info = result
+    if not isinstance(obs, str):
+        raise EnvContractError(f"Env '{env_name}' breaks the text-env contract: {where} returned an observation "
+                               f"of type {type(obs).__name__}; observations must be str.")
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)) and not hasattr(reward, "__float__"):
+        raise EnvContractError(f"Env '{env_name}' breaks the text-env contract: {where} returned a reward of type "
+                               f"{type(reward).__name__}; rewards must be numbers.")
+    if not isinstance(terminated, bool) or not isinstance(truncated, bool):
+        raise EnvContractError(f"Env '{env_name}' breaks the text-env contract: {where} returned terminated and "
+                               f"truncated of types {type(terminated).__name__}, {type(truncated).__name__}; "
+                               f"both must be bool.")
+    _checked_info(env_name, info, where)
+    return obs, float(reward), terminated, truncated, info
+
+
+def _checked_info(env_name: str, info: Any, where: str) -> None:
+    try:
+        check_info(info, where)
+    except EnvContractError as exc:
+        raise EnvContractError(f"Env '{env_name}' breaks the text-env contract: {exc}.") from None
 
 
 def check_text_env(env: gym.Env, seeds: Sequence[int] = (0, 1), max_steps: int = 5) -> None:
     """Check agentrl's contract on top of gymnasium's ``check_env``.
 
-    Resets with each seed twice (same task and observation both times), steps a few
-    admissible actions and one nonsense action, and checks the types and info keys.
-    Raises ValueError on the first violation.
+    Checks the spaces and ``r_max``, resets with each seed twice (same task and observation
+    both times), steps one nonsense action and a few admissible ones, and checks what each call
+    returns. The env's own methods are called (not gymnasium's checking wrappers), so the first
+    violation is one sentence naming the env, the method and the rule: an
+    :class:`EnvContractError`, which is both a ``UserError`` and a ``ValueError``.
     """
+    name = _env_name(env)
     base = env.unwrapped
-    if not isinstance(base.observation_space, spaces.Text) or not isinstance(base.action_space, spaces.Text):
-        raise ValueError("observation_space and action_space must be gymnasium.spaces.Text")
+    for which in ("observation_space", "action_space"):
+        space = getattr(base, which, None)
+        if not isinstance(space, spaces.Text):
+            raise EnvContractError(f"Env '{name}' breaks the text-env contract: its {which} is {shown(space, 80)}; "
+                                   f"it must be gymnasium.spaces.Text (agentrl.text_space()).")
     r_max(env)
     for seed in seeds:
-        obs, info = env.reset(seed=seed)
-        obs2, info2 = env.reset(seed=seed)
+        obs, info = _checked_reset(name, base, seed)
+        obs2, info2 = _checked_reset(name, base, seed)
         if obs != obs2 or info["task"] != info2["task"]:
-            raise ValueError(f"reset(seed={seed}) is not deterministic")
-        if not isinstance(obs, str):
-            raise ValueError("reset must return a str observation")
-        check_info(info, f"reset(seed={seed})")
-        obs_before = obs
-        obs, reward, terminated, truncated, info = env.step("xyzzy plugh")
-        if not isinstance(obs, str) or not isinstance(terminated, bool) or not isinstance(truncated, bool):
-            raise ValueError("step must return (str, float, bool, bool, dict)")
-        float(reward)
-        check_info(info, "step(nonsense)")
-        del obs_before
+            raise EnvContractError(f"Env '{name}' breaks the text-env contract: reset(seed={seed}) twice gave "
+                                   f"different tasks or observations; the seed must select the task.")
+        obs, reward, terminated, truncated, info = _checked_step(name, base, "xyzzy plugh")
         for _ in range(max_steps):
             if terminated or truncated:
                 break
             actions = info["admissible_actions"]
             action = actions[0] if actions else "look"
-            obs, reward, terminated, truncated, info = env.step(action)
-            check_info(info, f"step({action!r})")
+            obs, reward, terminated, truncated, info = _checked_step(name, base, action)
 
 
 PLACEHOLDER = "[...]"

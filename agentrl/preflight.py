@@ -27,13 +27,24 @@ def _model_config(name: str) -> Any | None:
         from agentrl.hub import check_hub_model
 
         check_hub_model(source.location)
+    if source.kind == "gguf":
+        from pathlib import Path
+
+        from agentrl.model_files import check_gguf
+
+        check_gguf(Path(source.location) / str(source.gguf_file))
     if source.kind in ("dir", "hub"):
         from transformers import AutoConfig
 
         try:
-            return AutoConfig.from_pretrained(source.location)
+            config = AutoConfig.from_pretrained(source.location)
         except (OSError, ValueError) as exc:
             raise UserError(f"Cannot read the model config of '{name}': {str(exc).splitlines()[0]}") from exc
+        if source.kind == "dir":  # weights and tokenizer whole, before anything loads them
+            from agentrl.model_files import check_model_folder
+
+            check_model_folder(source.location)
+        return config
     return None  # embedded / GGUF: read when the model loads
 
 
@@ -54,8 +65,10 @@ def check_env(cfg: RunConfig) -> str:
 
     agentrl's own envs are also made once for each split (cheap: their heavy parts load on the
     first reset), so that missing data (ALFWorld's games, a split folder, a data_path) is one
-    sentence before a model is looked up or loaded. Users' envs are not made here: their
-    constructors may be costly.
+    sentence before a model is looked up or loaded. A user's env is made once (train split) and
+    checked against the text-env contract (:func:`agentrl.envs.check_text_env`): a wrong space,
+    an old 4-tuple step or a reset that returns the observation alone is one sentence naming the
+    env, the method and the rule, not a traceback in the middle of the first rollout.
     """
     from agentrl.build import env_factory
     from agentrl.envs import resolve_env_id
@@ -64,7 +77,30 @@ def check_env(cfg: RunConfig) -> str:
     if env_id.startswith("agentrl/"):
         for which in ("train", "eval"):
             env_factory(cfg.env, which)().close()
+    else:
+        check_user_env(env_factory(cfg.env, "train"), env_id)
     return env_id
+
+
+def check_user_env(make: Any, env_id: str) -> None:
+    """Make one of the user's envs and check it; an exception in its constructor is one sentence."""
+    from agentrl.envs import check_text_env
+
+    try:
+        env = make()
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (the user's constructor: any exception is reported)
+        from agentrl.errors import cut
+
+        raise UserError(f"Env '{env_id}' raised {type(exc).__name__} while being made: {cut(str(exc))}.") from exc
+    try:
+        check_text_env(env, seeds=(0,), max_steps=2)
+    finally:
+        try:
+            env.close()
+        except Exception:  # noqa: BLE001 (closing a half-checked env must not hide the sentence)
+            pass
 
 
 def check_inputs(cfg: RunConfig, backend: bool = True) -> None:

@@ -33,6 +33,15 @@ from agentrl.action_validity import ActionValidity, pool_metadata
 from agentrl.backends.base import GenerationBackend, SamplingParams
 from agentrl.constrained import ConstraintBuilder
 from agentrl.conversation import ConversationBuilder
+from agentrl.env_errors import (
+    RAISED_KEY,
+    EnvCallFailed,
+    EnvStopped,
+    error_outcome,
+    replaced,
+    report_env_error,
+    stop_sentence,
+)
 from agentrl.env_step_timeout import (
     DeadlineRunner,
     EnvStepTimeout,
@@ -77,6 +86,9 @@ class RolloutConfig:
     #: A context-limit or hung-step end always bootstraps.
     time_limit: Literal["auto", "bootstrap", "terminal"] = "auto"
     env_step_timeout_s: float = 120.0  # a step hanging longer truncates its episode; 0: off (agentrl.env_step_timeout)
+    #: an exception in the env's reset/step: stop the run (resumable) or truncate that episode and
+    #: replace the env (agentrl.env_errors)
+    env_errors: Literal["stop", "truncate"] = "stop"
 
     def sampling(self, greedy: bool = False) -> SamplingParams:
         return SamplingParams(0.0 if greedy else self.temperature, self.top_p, self.max_new_tokens)
@@ -114,10 +126,11 @@ class EnvPool:
     is replaced (:mod:`agentrl.env_step_timeout`).
     """
 
-    def __init__(self, factory: Callable[[], gym.Env], step_timeout_s: float = 0.0):
+    def __init__(self, factory: Callable[[], gym.Env], step_timeout_s: float = 0.0, env_errors: str = "stop"):
         self.factory = factory
         self.envs: list[gym.Env] = []
         self.step_timeout_s = step_timeout_s
+        self.env_errors = env_errors  # rollout.env_errors: what an exception in reset/step means
         self._runner = DeadlineRunner()
         self._last: dict[int, tuple[Any, dict]] = {}  # slot -> last (obs, info), for a timeout
 
@@ -126,9 +139,24 @@ class EnvPool:
             self.envs.append(self.factory())
 
     def reset(self, slots: Sequence[int], seeds: Sequence[int]) -> list[tuple[str, dict]]:
-        out = [self.envs[s].reset(seed=seed) for s, seed in zip(slots, seeds, strict=True)]
+        out = [self._reset(s, seed) for s, seed in zip(slots, seeds, strict=True)]
         self._last.update(zip(slots, out, strict=True))
         return out
+
+    def _reset(self, slot: int, seed: int) -> tuple[str, dict]:
+        """One reset; an exception is :class:`EnvCallFailed`, or under ``truncate`` one retry on a
+        fresh env (agentrl.env_errors)."""
+        try:
+            return self.envs[slot].reset(seed=seed)
+        except Exception as exc:  # noqa: BLE001 (the user's env: any exception)
+            if self.env_errors != "truncate":
+                raise EnvCallFailed("reset", slot, exc) from exc
+            report_env_error(slot, "reset", exc)
+            self.envs[slot] = replaced(self.envs[slot], self.factory)
+        try:
+            return self.envs[slot].reset(seed=seed)
+        except Exception as exc:  # noqa: BLE001
+            raise EnvCallFailed("reset", slot, exc) from exc
 
     def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[tuple]:
         return [self._step(s, a) for s, a in zip(slots, actions, strict=True)]
@@ -143,6 +171,13 @@ class EnvPool:
             self.envs[slot] = self.factory()
             obs, info = self._last.get(slot, ("", {}))
             return timed_out_outcome(obs, info, self.step_timeout_s)
+        except Exception as exc:  # noqa: BLE001 (the user's env: any exception, agentrl.env_errors)
+            if self.env_errors != "truncate":
+                raise EnvCallFailed("step", slot, exc) from exc
+            report_env_error(slot, "step", exc)
+            self.envs[slot] = replaced(env, self.factory)
+            obs, info = self._last.get(slot, ("", {}))
+            return error_outcome(obs, info, exc)
         self._last[slot] = (outcome[0], outcome[4])
         return outcome
 
@@ -193,7 +228,10 @@ class RolloutEngine:
         prefilled_before = getattr(self.backend, "prefilled_tokens", None)
         self.pool.ensure(len(tasks))
         t0 = time.perf_counter()
-        resets = self.pool.reset(range(len(tasks)), [t.seed for t in tasks])
+        try:
+            resets = self.pool.reset(range(len(tasks)), [t.seed for t in tasks])
+        except EnvCallFailed as failure:
+            raise EnvStopped(stop_sentence(self._env_id, failure, tasks[failure.slot].seed, 0)) from failure.error
         result.env_seconds += time.perf_counter() - t0
         live: list[_Slot] = []
         for i, (task, (obs, info)) in enumerate(zip(tasks, resets, strict=True)):
@@ -239,7 +277,12 @@ class RolloutEngine:
                 valid.append(ok)
 
             t0 = time.perf_counter()
-            outcomes = self.pool.step([s.index for s in live], env_actions)
+            try:
+                outcomes = self.pool.step([s.index for s in live], env_actions)
+            except EnvCallFailed as failure:
+                failed = next(s for s in live if s.index == failure.slot)
+                raise EnvStopped(stop_sentence(self._env_id, failure, failed.trajectory.task_seed,
+                                               len(failed.trajectory.turns) + 1)) from failure.error
             result.env_seconds += time.perf_counter() - t0
             result.env_steps += len(live)
 
@@ -247,6 +290,8 @@ class RolloutEngine:
             for slot, prompt, gen, reply, action, ok, outcome in zip(
                     live, prompts, gens, decoded, env_actions, valid, outcomes, strict=True):
                 obs, env_reward, terminated, truncated, info = outcome
+                if info.get(RAISED_KEY):  # rollout.env_errors=truncate: counted as rollout/env_errors
+                    result.extra["env_errors"] = result.extra.get("env_errors", 0) + 1
                 turn_number = len(slot.trajectory.turns) + 1
                 if max_turns is not None and turn_number >= max_turns and not terminated:
                     truncated = True
@@ -288,6 +333,11 @@ class RolloutEngine:
         if prefilled_before is not None:
             result.prefilled_tokens = self.backend.prefilled_tokens - prefilled_before
         return result
+
+    @property
+    def _env_id(self) -> str:
+        """The pool's env id, for a sentence about it (an EnvMaker knows it)."""
+        return str(getattr(self.pool.factory, "env_id", None) or "the env")
 
     @property
     def _conversing(self) -> bool:

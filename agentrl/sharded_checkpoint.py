@@ -19,6 +19,7 @@ creates ``.tmp-iter_N``, every rank writes its shards into it, rank 0 adds the r
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import torch
 from torch import nn
 
 from agentrl.distributed import barrier, is_main
+from agentrl.errors import UserError
 from agentrl.rundir import checkpoint_name, write_checkpoint
 
 SHARDED_DIR = "sharded"
@@ -60,11 +62,50 @@ def save_sharded(folder: Path, algorithm: Any) -> None:
     dcp.save(_state(algorithm), checkpoint_id=str(folder / SHARDED_DIR))
 
 
+#: What DCP's ``.metadata`` pickles may name besides the classes of its own metadata modules.
+_METADATA_GLOBALS = frozenset({("torch", "Size"), ("torch.serialization", "_get_layout"),
+                               ("pathlib", "PosixPath"), ("pathlib", "WindowsPath"),
+                               ("collections", "OrderedDict")})
+_METADATA_MODULES = ("torch.distributed.checkpoint.metadata", "torch.distributed.checkpoint.filesystem",
+                     "torch.distributed.checkpoint.planner")
+
+
+class _MetadataUnpickler(pickle.Unpickler):
+    """Admits DCP's metadata records, torch dtypes and sizes; refuses any other global, so a
+    crafted ``.metadata`` cannot name a function for the unpickler to call."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        import torch
+
+        found = super().find_class(module, name) if module in _METADATA_MODULES or module == "torch" else None
+        if module in _METADATA_MODULES and isinstance(found, type):
+            return found
+        if module == "torch" and isinstance(found, torch.dtype):
+            return found
+        if (module, name) in _METADATA_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"it names {module}.{name}")
+
+
+def check_metadata(sharded: Path) -> None:
+    """Refuse a sharded checkpoint whose metadata could run code: ``dcp.load`` reads its
+    ``.metadata`` files with plain ``pickle.load``, so they are first read here with an
+    unpickler that admits only DCP's own records (a run folder may come from anywhere)."""
+    for path in sorted(sharded.glob("*.metadata")):
+        try:
+            with open(path, "rb") as fh:
+                _MetadataUnpickler(fh).load()
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
+            raise UserError(f"Cannot resume from '{path}': it is not a plain sharded-checkpoint index "
+                            f"({exc}), and agentrl does not run code from a run folder.") from exc
+
+
 def load_sharded(folder: Path, algorithm: Any) -> None:
     """Read ``folder/sharded`` back into the sharded modules and optimizers (collective)."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.state_dict import set_state_dict
 
+    check_metadata(folder / SHARDED_DIR)  # DCP unpickles it without weights_only
     state = _state(algorithm)  # the target layout: DCP loads in place into these tensors
     dcp.load(state, checkpoint_id=str(folder / SHARDED_DIR))
     for name, (module, optimizer) in sharded_parts(algorithm).items():

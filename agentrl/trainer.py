@@ -40,6 +40,7 @@ import torch
 
 from agentrl import fingerprint as data_fingerprint
 from agentrl.algorithms import Algorithm, get_algorithm
+from agentrl.algorithms.base import NonFiniteUpdate
 from agentrl.build import env_factory, load_for_training, make_backend, make_engine
 from agentrl.config import RunConfig
 from agentrl.distributed import (
@@ -53,6 +54,7 @@ from agentrl.distributed import (
     world_size,
 )
 from agentrl.durable import atomic_write_text, crash_point
+from agentrl.env_errors import EnvStopped
 from agentrl.envs import r_max as env_r_max
 from agentrl.errors import UserError
 from agentrl.evaluation import episode_metrics, evaluate
@@ -70,10 +72,13 @@ from agentrl.policy import Policy
 from agentrl.rollout import RolloutEngine, Task
 from agentrl.rundir import (
     STATE_FILE,
+    ResumeFallbackWarning,
     check_resume_config,
+    check_run_dir,
     latest_checkpoint,
     read_saved_config,
     remove_stale_temp_files,
+    resume_checkpoint,
     save_config,
     write_checkpoint,
 )
@@ -119,9 +124,13 @@ class Trainer:
     def __init__(self, config: RunConfig, resume: bool = False):
         self.config = config
         algo_cls: type[Algorithm] = get_algorithm(config.algo)
-        self.run_dir = Path(config.train.run_dir) if config.train.run_dir else default_run_dir(config)
+        check_run_dir(config.train.run_dir)  # a new or empty folder, or a run: nothing else is written into
+        self.run_dir = Path(config.train.run_dir) if config.train.run_dir is not None else default_run_dir(config)
         self.metrics_log = MetricsLog(self.run_dir / "metrics.jsonl")
-        checkpoint = self._resume_point() if resume else None
+        #: one line each for what resume had to work around (a newer checkpoint it could not read)
+        self.resume_warnings: list[str] = []
+        found = self._resume_point() if resume else None
+        checkpoint = found[0] if found is not None else None
         # --resume of a run killed before its first checkpoint starts it over (same numbers)
         self.restarted = resume and checkpoint is None
         if not resume:
@@ -155,8 +164,8 @@ class Trainer:
         self.env_steps = 0
         self.trajectories_seen = 0
         self.wall_time = 0.0
-        if checkpoint is not None:
-            self._restore(checkpoint)
+        if found is not None:
+            self._restore(*found)
         # the sampler is reseeded at the start of every iteration (_seed_iteration)
         self.backend = make_backend(self.policy, fsdp_rollout_config(config.rollout, self.sharding),
                                     seed=config.train.seed + rank(),
@@ -175,8 +184,10 @@ class Trainer:
             self.sinks = open_sinks(config.train.loggers, self.run_dir, asdict(config),
                                     (self.run_dir / "config.yaml").read_text())
 
-    def _resume_point(self) -> Path | None:
-        """The checkpoint to resume from, after checking the config against the run's own.
+    def _resume_point(self) -> tuple[Path, dict[str, Any]] | None:
+        """The checkpoint to resume from and its trainer state, after checking the config
+        against the run's own: the newest whose state can be read (each newer one skipped is
+        a line in :attr:`resume_warnings`).
 
         None for a run killed before its first checkpoint: it starts over from iteration 0,
         which reproduces the same numbers (every stream is derived from seed and iteration).
@@ -184,10 +195,16 @@ class Trainer:
         saved = read_saved_config(self.run_dir)
         if saved is not None:
             check_resume_config(self.run_dir, saved, self.config)
-        checkpoint = latest_checkpoint(self.run_dir)
-        if checkpoint is None and saved is None:
+        found = resume_checkpoint(self.run_dir)
+        if found is None and saved is None:
             raise UserError(f"Cannot resume: '{self.run_dir}' holds no run (no checkpoint and no config.yaml).")
-        return checkpoint
+        if found is None:
+            return None
+        folder, state, skipped = found
+        self.resume_warnings.extend(skipped)
+        for line in skipped:
+            warnings.warn(line, ResumeFallbackWarning, stacklevel=2)
+        return folder, state
 
     def _check_fresh(self) -> None:
         if self.metrics_log.read():
@@ -205,7 +222,12 @@ class Trainer:
         if cfg.eval_at_start and cfg.eval_episodes and self.start_iteration == 0:
             self._eval_start(result)
         for iteration in range(self.start_iteration + 1, cfg.iterations + 1):
-            record = self.iteration(iteration)
+            try:
+                record = self.iteration(iteration)
+            except EnvStopped as exc:  # rollout.env_errors=stop: one sentence, the run resumable
+                raise EnvStopped(f"{exc}; the run stopped in iteration {iteration}, and --resume continues it "
+                                 f"from its last checkpoint once the env is fixed (rollout.env_errors=truncate "
+                                 f"ends only such episodes instead).") from exc.__cause__
             evaluating = bool(cfg.eval_episodes) and (iteration == cfg.iterations or bool(
                 cfg.eval_every and iteration % cfg.eval_every == 0))
             with self.whole_weights(evaluating):  # fsdp: every rank gathers, rank 0 evaluates
@@ -279,7 +301,10 @@ class Trainer:
             with timer.phase("vllm_sleep"):
                 sleeper.sleep()
         with autocast(cfg.model.autocast, self.policy.device):
-            algo_metrics = self.algorithm.update(trajectories, timer)
+            try:
+                algo_metrics = self.algorithm.update(trajectories, timer)
+            except NonFiniteUpdate as exc:
+                raise UserError(self._nonfinite_message(iteration, exc)) from exc
         if sleeper is not None:
             with timer.phase("vllm_wake"):
                 sleeper.wake_up()
@@ -296,6 +321,8 @@ class Trainer:
             "wall_time": self.wall_time,
         }
         record.update(episode_metrics(trajectories, "rollout"))
+        if cfg.rollout.env_errors == "truncate":  # episodes an env exception ended (agentrl.env_errors)
+            record["rollout/env_errors"] = float(rollout.extra.get("env_errors", 0))
         record.update(algo_metrics)
         record.update(timer.metrics())
         record["time/iteration"] = elapsed
@@ -323,6 +350,19 @@ class Trainer:
         if is_main():
             self._write_samples(iteration, trajectories)
         return record
+
+    def _nonfinite_message(self, iteration: int, exc: NonFiniteUpdate) -> str:
+        """One sentence for a run stopped by a non-finite number: the iteration, the quantity,
+        and which checkpoint stays ``latest`` (nothing of this iteration is saved)."""
+        latest = latest_checkpoint(self.run_dir) if is_main() else None
+        kept = (f"checkpoint {latest.name} stays the latest" if latest is not None
+                else "no checkpoint was written")
+        if exc.quantity.endswith("weights"):
+            owner = exc.quantity.removesuffix("weights")
+            return (f"Iteration {iteration} stopped the run: a {owner}weight is {exc.value} after a step "
+                    f"(a step too large: lower the learning rate); {kept}.")
+        return (f"Iteration {iteration} stopped the run: the {exc.quantity} is {exc.value}, so its step was not "
+                f"applied (algorithm.nonfinite=skip would drop such minibatches instead); {kept}.")
 
     def _seed_iteration(self, iteration: int) -> None:
         """Reseed every random stream iteration ``iteration`` draws from, from (seed, iteration).
@@ -402,8 +442,9 @@ class Trainer:
             "trajectories": self.trajectories_seen,
             "wall_time": self.wall_time,
             "algorithm": algorithm_state,
+            # tensors and plain numbers only: resume loads this file with weights_only=True
             "torch_rng": torch.get_rng_state(),
-            "python_rng": random.getstate(),
+            "python_rng": list(random.getstate()),
         }, folder / STATE_FILE)
 
     def _warn_on_readout_change(self, model_name: str | None, checkpoint: Path | None) -> None:
@@ -422,7 +463,9 @@ class Trainer:
         recorded, current = saved_readout(folder), self.algorithm.readout_settings()
         return (recorded, current) if recorded and current and recorded != current else None
 
-    def _restore(self, folder: Path) -> None:
+    def _restore(self, folder: Path, state: dict[str, Any]) -> None:
+        """Weights, optimizer state, RNGs and counters of checkpoint ``folder`` (``state``: its
+        trainer state, already read safely by :func:`agentrl.rundir.read_state`)."""
         from transformers import AutoModelForCausalLM
 
         saved = ValueTokens.load(folder)
@@ -440,12 +483,11 @@ class Trainer:
             weights = AutoModelForCausalLM.from_pretrained(folder, dtype=next(self.policy.model.parameters()).dtype)
             self.policy.model.load_state_dict(weights.state_dict())
             del weights
-        state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
         self.algorithm.load_state_dict(state["algorithm"])
         if self.sharding is None:
             self.algorithm.load_extra(folder)
         torch.set_rng_state(state["torch_rng"])
-        random.setstate(state["python_rng"])
+        random.setstate(_python_rng_state(state["python_rng"]))
         self.start_iteration = int(state["iteration"])
         self.env_steps = int(state["env_steps"])
         self.trajectories_seen = int(state["trajectories"])
@@ -469,6 +511,13 @@ class Trainer:
         self.backend.close()  # before the group goes: a vLLM engine under torchrun uses it
         if self.owns_process_group:
             shutdown()
+
+
+def _python_rng_state(saved: Any) -> tuple:
+    """``random.setstate``'s tuple from what a checkpoint holds (a list, since it went through a
+    weights-only load; older checkpoints hold the tuple itself)."""
+    version, internal, gauss = saved
+    return (int(version), tuple(int(x) for x in internal), gauss)
 
 
 def _jsonl(trajectories: list[Trajectory]) -> str:

@@ -749,6 +749,10 @@ def test_report_user_errors(tmp_path):
     (broken / "metrics.jsonl").write_text("")
     _one_sentence_error(_invoke(["report", str(broken)]), "is not an agentrl run config")
     (broken / "config.yaml").write_text("algo: sapo\n")
+    _one_sentence_error(_invoke(["report", str(broken)]), "is not an agentrl run config (its sections")
+    (broken / "config.yaml").write_text(
+        "algo: sapo\nenv: {}\nmodel: {}\nrollout: {}\ntrain: {}\nalgorithm: {}\n"
+    )
     _one_sentence_error(
         _invoke(["report", str(broken)]), "None of the runs has a recorded iteration"
     )

@@ -9,7 +9,10 @@ played.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +22,53 @@ DEMO_LINE = json.dumps({"messages": [{"role": "user", "content": "go"}], "reply"
 TINY_CONFIG = json.dumps({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
                           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                           "vocab_size": 49152})
+
+
+
+def _safetensors() -> bytes:
+    """A whole one-tensor safetensors file (four float32 zeros), written by hand."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    return len(header).to_bytes(8, "little") + header + bytes(16)
+
+
+#: The sections of a run's config.yaml, empty (enough to be taken for a run directory).
+RUN_CONFIG = "algo: sapo\nenv: {}\nmodel: {}\nrollout: {}\ntrain: {}\nalgorithm: {}\n"
+METRICS_LINE = json.dumps({"iteration": 1, "rollout/success_rate": 0.5}) + "\n"
+
+#: A user's env module with one method or space swapped for a broken one (tests of the contract).
+BAD_ENV = """import gymnasium as gym
+import agentrl
+
+INFO = {{"task": "say hi", "admissible_actions": ["say hi"], "won": False}}
+
+
+class Env(gym.Env):
+    metadata = {{"r_max": 1.0}}
+
+    def __init__(self):
+        self.observation_space = agentrl.text_space()
+        self.action_space = {action_space}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        {reset}
+
+    def step(self, action):
+        {step}
+
+
+gym.register("{env_id}", entry_point=Env)
+"""
+
+
+def _bad_env(env_id: str, reset: str = "return 'start', INFO", step: str = "return 'ok', 0.0, True, False, INFO",
+             action_space: str = "agentrl.text_space()") -> str:
+    return BAD_ENV.format(env_id=env_id, reset=reset, step=step, action_space=action_space)
+
+
+#: Six levels of ten aliases each: 10^6 leaves in seven short lines.
+ALIAS_BOMB = "env:\n  kwargs:\n    a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"    a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 6))
 
 
 @dataclass(frozen=True)
@@ -53,6 +103,10 @@ class Case:
         return [a.replace("{tmp}", str(tmp)) for a in self.argv]
 
 
+#: A user's project folder: a config.yaml of its own (which a run would overwrite) and a README.
+PROJECT = (("project/config.yaml", "algorithm:\n  lr: 3.0e-5\n"), ("project/README", "my project\n"))
+
+
 def _run(*extra: str, algo: str = "sapo") -> tuple[str, ...]:
     return ("run", algo, *TINY, *extra)
 
@@ -80,6 +134,32 @@ CASES: list[Case] = [
     Case("module:EnvId with an empty part", _run("--env", "mymod:"), "is not of the form module:EnvId"),
     Case("--import of a missing module", ("--import", "nosuchmod", "envs"), "Cannot import env module 'nosuchmod'"),
     Case("env.imports naming a missing module", _set("env.imports=[nosuchmod]"), "Cannot import env module 'nosuchmod'"),
+    Case("env module that raises at import", _run("--env", "raising_env:Raise-v0"),
+         "Cannot import env module 'raising_env': RuntimeError: no licence server (full traceback in ",
+         files=(("raising_env.py", "raise RuntimeError('no licence server')\n"),)),
+    Case("env module with a syntax error", _run("--env", "syntax_env:Syntax-v0"),
+         "Cannot import env module 'syntax_env': SyntaxError: ", files=(("syntax_env.py", "def broken(:\n    pass\n"),)),
+    Case("env module missing a dependency", ("--import", "needy_env", "envs"),
+         "Cannot import env module 'needy_env': ModuleNotFoundError: No module named 'nosuchdependency_xyz'",
+         files=(("needy_env.py", "import nosuchdependency_xyz\n"),)),
+    Case("--import of an empty name", ("--import", "", "envs"), "An env module name is empty"),
+    Case("--import of a relative name", ("--import", ".relative", "envs"), "is not an absolute module name"),
+    Case("relative module in --env", _run("--env", ".foo:Bar-v0"), "'.foo' is not an absolute module name"),
+    Case("env with int observations", _run("--env", "intobs_env:IntObs-v0"),
+         "Env 'IntObs-v0' breaks the text-env contract: reset(seed=0) returned an observation of type int",
+         files=(("intobs_env.py", _bad_env("IntObs-v0", reset='return 3, INFO')),)),
+    Case("env with a Discrete action space", _run("--env", "discrete_env:Discrete-v0"),
+         "Env 'Discrete-v0' breaks the text-env contract: its action_space is Discrete(4)",
+         files=(("discrete_env.py", _bad_env("Discrete-v0", action_space="gym.spaces.Discrete(4)")),)),
+    Case("env with the old 4-tuple step", _run("--env", "oldstep_env:OldStep-v0"),
+         "step('xyzzy plugh') returned 4 values (gym's old obs, reward, done, info)",
+         files=(("oldstep_env.py", _bad_env("OldStep-v0", step="return 'ok', 0.0, False, INFO")),)),
+    Case("env whose reset returns the observation only", _run("--env", "obsonly_env:ObsOnly-v0"),
+         "Env 'ObsOnly-v0' breaks the text-env contract: reset(seed=0) returned the observation alone",
+         files=(("obsonly_env.py", _bad_env("ObsOnly-v0", reset="return 'start'")),)),
+    Case("env whose info lacks the task", _run("--env", "notask_env:NoTask-v0"),
+         "Env 'NoTask-v0' breaks the text-env contract: reset(seed=0): info lacks 'task'",
+         files=(("notask_env.py", _bad_env("NoTask-v0", reset="return 'start', {'won': False}")),)),
     # --- config files and --set ------------------------------------------------------------------
     Case("config file missing", _run("--config", "{tmp}/nope.yaml"), "Cannot read config file"),
     Case("config file not YAML", _run("--config", "{tmp}/bad.yaml"), "is not valid YAML",
@@ -90,6 +170,17 @@ CASES: list[Case] = [
          files=(("c.yaml", "colour: blue\n"),)),
     Case("config section not a mapping", _run("--config", "{tmp}/c.yaml"), "Config section 'rollout' must be a mapping",
          files=(("c.yaml", "rollout: 5\n"),)),
+    Case("config file with a latin-1 byte", _run("--config", "{tmp}/c.yaml"), "is not UTF-8 text: line 2 holds the byte 0xe9",
+         files=(("c.yaml", b"train:\n  iterations: 2  # caf\xe9\n"),)),
+    Case("run config with a latin-1 byte, resumed", _run("--run-dir", "{tmp}/old", "--resume"),
+         "config file '{tmp}/old/config.yaml' is not UTF-8 text: line 1",
+         files=(("old/config.yaml", b"algo: sapo # \xff\n"), ("old/fingerprint.json", "{}"))),
+    Case("YAML alias bomb in env.kwargs", _run("--config", "{tmp}/bomb.yaml"), "expands to more than 100,000 values",
+         files=(("bomb.yaml", ALIAS_BOMB),)),
+    Case("section given twice", _run("--config", "{tmp}/c.yaml"), "sets 'train' twice (lines 1 and 3)",
+         files=(("c.yaml", "train:\n  iterations: 2\ntrain:\n  seed: 1\n"),)),
+    Case("section given as a word", _run("--config", "{tmp}/c.yaml"), "Config section 'model' must be a mapping, not 'tiny'",
+         files=(("c.yaml", "model: tiny\n"),)),
     Case("malformed --set", _set("algorithm.lr"), "Malformed --set 'algorithm.lr'"),
     Case("--set with an empty key part", _set("algorithm..lr=1"), "has an empty part"),
     Case("unknown config key", _set("algorithm.nope=1"), "Unknown config key 'algorithm.nope'"),
@@ -118,8 +209,8 @@ CASES: list[Case] = [
     Case("negative env workers", _set("rollout.env_workers=-1"), "'rollout.env_workers' must be at least 0"),
     Case("save every -1 iterations", _set("train.save_every=-1"), "'train.save_every' must be at least 0"),
     Case("negative eval episodes", _set("train.eval_episodes=-2"), "'train.eval_episodes' must be at least 0"),
-    Case("zero learning rate", _set("algorithm.lr=0"), "'algorithm.lr' must be greater than 0"),
-    Case("negative learning rate", _set("algorithm.lr=-1e-5"), "'algorithm.lr' must be greater than 0"),
+    Case("zero learning rate", _set("algorithm.lr=0"), "'algorithm.lr' must be in (0, 10]"),
+    Case("negative learning rate", _set("algorithm.lr=-1e-5"), "'algorithm.lr' must be in (0, 10]"),
     Case("discount above 1", _set("algorithm.gamma=1.5"), "'algorithm.gamma' must be in [0, 1]"),
     Case("negative KL coefficient", _set("algorithm.kl_coef=-0.1"), "'algorithm.kl_coef' must be at least 0"),
     Case("zero clip range", _set("algorithm.clip_eps=0"), "'algorithm.clip_eps' must be greater than 0"),
@@ -134,6 +225,16 @@ CASES: list[Case] = [
     Case("action tag that is not a tag", _set("rollout.action_tag=<act>"), "'rollout.action_tag' must be a tag name"),
     Case("think with constrained actions", _set("rollout.think=true", "rollout.action_mode=constrained"),
          "rollout.think cannot be combined"),
+    Case("tasks per iteration of 10^12", _set("rollout.tasks_per_iteration=1000000000000"),
+         "'rollout.tasks_per_iteration' must be at most 100000"),
+    Case("LoRA rank of 10^9", _set("model.lora_rank=1000000000"), "'model.lora_rank' must be at most 65536"),
+    Case("prompt limit too small for a prompt", _set("rollout.max_prompt_tokens=16"),
+         "'rollout.max_prompt_tokens' must be at least 256"),
+    Case("seed of 2^64", _set("train.seed=18446744073709551616"), "'train.seed' must be in [0, 9223372036854775807]"),
+    Case("negative seed", _set("train.seed=-1"), "'train.seed' must be in [0, 9223372036854775807]"),
+    Case("device mps on Linux", _set("model.device=mps"), "is mps, which exists only on macOS"),
+    Case("eval episodes of 10^12", ("eval", *TINY, "--episodes", "1000000000000"), "--episodes must be at most 1000000"),
+    Case("play with seed -1", ("play", "keydoor", "--seed", "-1"), "--seed must be in [0, 9223372036854775807]"),
     Case("unknown backend (option)", _run("--backend", "vlm"), "must be one of auto, hf, vllm, not 'vlm'"),
     Case("unknown backend (--set)", ("eval", *TINY, "--set", "rollout.backend=tgi"), "must be one of auto, hf, vllm"),
     # --- env options -----------------------------------------------------------------------------
@@ -156,6 +257,13 @@ CASES: list[Case] = [
          files=(("folder/weights.bin", b"\0"),)),
     Case("model file that is not GGUF", ("run", "sapo", "--model", "{tmp}/model.bin"), "is a file but not a .gguf file",
          files=(("model.bin", b"\0"),)),
+    Case("truncated model.safetensors", ("run", "sapo", "--model", "{tmp}/m"), "model.safetensors' is truncated",
+         files=(("m/config.json", TINY_CONFIG), ("m/model.safetensors", _safetensors()[:-8]))),
+    Case("corrupt tokenizer.json", ("run", "sapo", "--model", "{tmp}/m"), "tokenizer.json' is not valid JSON (line 1",
+         files=(("m/config.json", TINY_CONFIG), ("m/model.safetensors", _safetensors()),
+                ("m/tokenizer.json", '{"version": "1.0", "model": {'))),
+    Case("random bytes named .gguf", ("run", "sapo", "--model", "{tmp}/model.gguf"), "is not a GGUF file",
+         files=(("model.gguf", bytes(range(7, 250, 3))),)),
     Case("vLLM asked for a model its CPU attention cannot run", _run("--backend", "vllm"),
          "rollout.backend=vllm cannot run model 'tiny'"),
     Case("vLLM asked for a folder saved from a tiny run", ("run", "sapo", "--model", "{tmp}/ckpt", "--backend", "vllm"),
@@ -178,13 +286,42 @@ CASES: list[Case] = [
          files=(("file", "x"), ("runs", None))),
     Case("bench output is a file", ("bench", *TINY, "--seeds", "1", "-o", "{tmp}/file"), "it is a file, not a folder",
          files=(("file", "x"),)),
+    # --- run folders and what a run may be told (issue 28) ----------------------------------------
+    Case("run dir holding a project's own files", _run("--run-dir", "{tmp}/project"),
+         "it holds files that are not an agentrl run (README, config.yaml)", files=PROJECT),
+    Case("resume of a folder that is not a run", _run("--run-dir", "{tmp}/project", "--resume"),
+         "it holds files that are not an agentrl run", files=PROJECT),
+    Case("run dir given as an empty string", _run("--run-dir", ""), "--run-dir is empty (an unset shell variable?)"),
+    Case("train.run_dir set to an empty string", _set("train.run_dir="), "Config key 'train.run_dir' is empty"),
+    Case("bench output holding other files", ("bench", *TINY, "--seeds", "1", "-o", "{tmp}/project"),
+         "it holds files that are not a bench's output", files=PROJECT),
+    Case("bench output given as an empty string", ("bench", *TINY, "-o", ""), "--out is empty"),
+    Case("suite output holding other files", ("suite", "--seeds", "1", "-o", "{tmp}/project"),
+         "it holds files that are not a suite's output", files=PROJECT),
+    Case("report output holding other files", ("report", "{tmp}/runs", "-o", "{tmp}/project"),
+         "it holds files that are not a report", files=(*PROJECT, ("runs", None))),
+    Case("sft output given as an empty string", ("sft", *TINY, "--demos", "{tmp}/d.jsonl", "-o", ""), "--output is empty",
+         files=(("d.jsonl", DEMO_LINE + "\n"),)),
+    Case("demos output given as an empty string", ("demos", *TINY, "-o", ""), "--output is empty"),
+    Case("--set algo contradicting the command", _set("algo=ppo"), "contradicts the command's algorithm sapo"),
+    Case("--set algo in a bench", ("bench", *TINY, "--set", "algo=ppo", "-o", "{tmp}/bench"), "is not used by a bench"),
+    Case("--set comes after --iterations", _run("--iterations", "3", "--set", "train.iterations=0"),
+         "'train.iterations' must be at least 1, not 0"),
+    Case("infinite learning rate", _set("algorithm.lr=.inf"), "'algorithm.lr' must be a finite number in (0, 10], not inf"),
+    Case("learning rate that overflows to inf", _set("algorithm.lr=1e400"), "'algorithm.lr' must be a finite number"),
+    Case("learning rate past float32", _set("algorithm.lr=1e300"), "'algorithm.lr' must be in (0, 10], not 1e+300"),
+    Case("infinite temperature", _set("rollout.temperature=.inf"), "'rollout.temperature' must be a finite number"),
+    Case("NaN clip range", _set("algorithm.clip_eps=.nan"), "'algorithm.clip_eps' must be a finite number greater than 0, not nan"),
+    Case("infinite rate in a config file", _run("--config", "{tmp}/c.yaml"), "'algorithm.lr' must be a finite number",
+         files=(("c.yaml", "algorithm:\n  lr: .inf\n"),)),
+    Case("non-finite handling misspelt", _set("algorithm.nonfinite=ignore"), "must be one of stop, skip"),
     # --- counts on the command line --------------------------------------------------------------
     Case("eval zero episodes", ("eval", *TINY, "--episodes", "0"), "--episodes must be at least 1"),
     Case("eval negative episodes", ("eval", *TINY, "--episodes", "-3"), "--episodes must be at least 1, not -3"),
     Case("demos zero episodes", ("demos", *TINY, "--episodes", "0", "-o", "{tmp}/d.jsonl"), "--episodes must be at least 1"),
     Case("demos noise of 1.5", ("demos", *TINY, "--expert-noise", "1.5", "-o", "{tmp}/d.jsonl"), "--expert-noise must be in [0, 1)"),
     Case("sft zero epochs", **_sft(DEMO_LINE + "\n", "--epochs", "0"), expect="'sft.epochs' must be at least 1"),
-    Case("sft zero learning rate", **_sft(DEMO_LINE + "\n", "--lr", "0"), expect="'sft.lr' must be greater than 0"),
+    Case("sft zero learning rate", **_sft(DEMO_LINE + "\n", "--lr", "0"), expect="'sft.lr' must be in (0, 10]"),
     Case("report negative traces", ("report", "{tmp}/runs", "--traces", "-1"), "--traces cannot be negative",
          files=(("runs", None),)),
     Case("bench zero seeds", ("bench", *TINY, "--seeds", "0", "-o", "{tmp}/bench"), "at least 1"),
@@ -206,6 +343,26 @@ CASES: list[Case] = [
     Case("demo expert flag that is a word", **_sft(json.dumps({"prompt": "p", "reply": "r", "expert": "yes"}) + "\n"),
          expect="'expert' must be true or false"),
     Case("demo file with no turns", **_sft("\n\n"), expect="hold no turns"),
+    Case("demo message with an unknown role", **_sft(json.dumps({"messages": [{"role": "wizard", "content": "hi"}],
+                                                                 "reply": "r"}) + "\n"),
+         expect="demos.jsonl:1: messages[0] has role 'wizard'; roles are system, user, assistant, tool"),
+    Case("demo reply of only spaces", **_sft(json.dumps({"prompt": "p", "reply": "   "}) + "\n"),
+         expect="demos.jsonl:1: 'reply' holds only whitespace"),
+    Case("demo with a 1 MB prompt", **_sft(json.dumps({"prompt": "x" * 1_048_576, "reply": "r"}) + "\n"),
+         expect="demos.jsonl:1 holds 1,048,577 characters of prompt and reply"),
+    Case("bench into a folder whose bench.json is a list", ("bench", *TINY, "--seeds", "1", "-o", "{tmp}/b"),
+         "bench.json' is not an agentrl bench manifest", files=(("b/bench.json", "[]"),)),
+    # --- report inputs ---------------------------------------------------------------------------
+    Case("report of a run whose metrics hold only the iteration", ("report", "{tmp}/r1", "-o", "{tmp}/rep"),
+         "metrics.jsonl' is not an agentrl metrics log",
+         files=(("r1/config.yaml", RUN_CONFIG), ("r1/metrics.jsonl", '{"iteration": 1}\n'))),
+    Case("report of a run config with only algo", ("report", "{tmp}/r1", "-o", "{tmp}/rep"),
+         "config.yaml' is not an agentrl run config (its sections env, model, rollout, train, algorithm are missing",
+         files=(("r1/config.yaml", "algo: sapo\n"), ("r1/metrics.jsonl", METRICS_LINE))),
+    Case("report of a bench whose bench.json is a list", ("report", "{tmp}/b", "-o", "{tmp}/rep"),
+         "bench.json' is not an agentrl bench manifest", files=(("b/bench.json", "[]"),)),
+    Case("report of a bench.json holding runs: 5", ("report", "{tmp}/b", "-o", "{tmp}/rep"),
+         "bench.json' is not an agentrl bench manifest", files=(("b/bench.json", '{"runs": 5}'),)),
 ]
 
 
@@ -215,6 +372,30 @@ class Outcome:
     stdout: str
     stderr: str
     traceback: bool  # a traceback anywhere: in the output, or an exception escaping the command
+
+
+@contextlib.contextmanager
+def forgetting_user_envs(folder: Path) -> Iterator[None]:
+    """Undo what importing a user's env module from ``folder`` did to this process (gymnasium ids,
+    agentrl's record of imported modules, the modules themselves), so a case or test leaves the
+    registry as it found it."""
+    import gymnasium as gym
+
+    from agentrl import env_modules
+    from agentrl.envs import _ensure_builtin_envs_registered
+
+    _ensure_builtin_envs_registered()  # agentrl's own ids stay, even when a case registers them first
+    ids, imported, modules = set(gym.registry), dict(env_modules._imported), set(sys.modules)
+    try:
+        yield
+    finally:
+        for env_id in set(gym.registry) - ids:
+            del gym.registry[env_id]
+        env_modules._imported.clear()
+        env_modules._imported.update(imported)
+        for name in set(sys.modules) - modules:
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[name]
 
 
 def run_case(case: Case, tmp: Path) -> Outcome:
@@ -227,7 +408,12 @@ def run_case(case: Case, tmp: Path) -> Outcome:
 
     argv = case.materialise(tmp)
     runner = CliRunner(env=dict(case.env) or None)
-    result = runner.invoke(app, argv, prog_name="agentrl")
+    sys.path.insert(0, str(tmp))  # env modules a case writes are importable, as on PYTHONPATH
+    try:
+        with forgetting_user_envs(tmp):
+            result = runner.invoke(app, argv, prog_name="agentrl")
+    finally:
+        sys.path.remove(str(tmp))
     escaped = result.exception is not None and not isinstance(result.exception, SystemExit)
     text = result.stdout + result.stderr
     if escaped:

@@ -47,6 +47,13 @@ def get_algorithm(name: str) -> type[Algorithm]:
     return _REGISTRY[key]
 
 
+def algorithm_name(name: str) -> str:
+    """The registry's name for ``name`` (names are case-insensitive: ``SAPO`` is ``sapo``): what a
+    config and ``config.yaml`` hold and what resume compares, so one run has one name."""
+    get_algorithm(name)  # unknown: one sentence listing the known ones
+    return name.lower()
+
+
 def algorithm_names() -> list[str]:
     _load_entry_points()
     return sorted(_REGISTRY)
@@ -57,5 +64,5 @@ for _cls in (SAPO, PPO, GRPO):
 
 __all__ = [
     "AlgoConfig", "Algorithm", "ClippedPolicyGradient", "TurnBatch", "SAPO", "SAPOConfig", "PPO",
-    "PPOConfig", "GRPO", "GRPOConfig", "register_algorithm", "get_algorithm", "algorithm_names",
+    "PPOConfig", "GRPO", "GRPOConfig", "register_algorithm", "get_algorithm", "algorithm_name", "algorithm_names",
 ]

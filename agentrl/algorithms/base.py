@@ -10,19 +10,21 @@ comparison between them changes only what differs: advantages, targets and value
 from __future__ import annotations
 
 import copy
+import math
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import nn
 
 from agentrl.distributed import all_reduce_max, all_reduce_sum, global_mean_std, reduce_gradients
 from agentrl.episode_scoring import ScoringUnit, build_units, minibatch_plan
+from agentrl.errors import UserError
 from agentrl.fsdp import clip_gradients, is_sharded
 from agentrl.losses import clipped_surrogate, k3_kl
 from agentrl.metrics import PhaseTimer
@@ -77,6 +79,21 @@ class AlgoConfig:
     #: Learning rate of the warm-up's value readout (SAPO's value rows). None: SAPO's
     #: ``value_lr`` when set, else ``lr``.
     value_warmup_lr: float | None = None
+    #: A minibatch whose loss or gradient norm is not finite (inf, NaN): ``stop`` ends the run
+    #: before that step is applied, naming the iteration (the last checkpoint stays ``latest``);
+    #: ``skip`` drops that minibatch's step and counts it (``optim/nonfinite_skipped``).
+    #: Weights that become non-finite after a step always stop the run: a step cannot be undone.
+    nonfinite: Literal["stop", "skip"] = "stop"
+
+
+class NonFiniteUpdate(UserError):
+    """A loss, gradient norm or weight that is not finite, found before it reaches a checkpoint:
+    the trainer names the iteration and ends the run (``algorithm.nonfinite``)."""
+
+    def __init__(self, quantity: str, value: float):
+        self.quantity = quantity
+        self.value = value
+        super().__init__(f"the {quantity} is {value}")
 
 
 @dataclass
@@ -209,6 +226,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         params = [p for p in policy.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
         self.updates_done = 0  # updates made so far (resumed from the checkpoint)
+        self.nonfinite_skipped = 0  # this update's minibatch steps dropped (algorithm.nonfinite: skip)
         self.warmup_ended = False  # the value warm-up reached value_warmup_ev early
         self.warmup_optimizer: torch.optim.Optimizer | None = None
         #: SAPO with ``value_lr``: the value rows' own optimizer (:mod:`agentrl.value_rows`).
@@ -249,6 +267,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         """Count the update, end the warm-up early if V explains enough, log ``optim/value_warmup``."""
         warm = self.value_warmup_active()
         metrics["optim/value_warmup"] = float(warm)
+        metrics["optim/nonfinite_skipped"] = float(self.nonfinite_skipped)  # counted since new_batch
         threshold = self.config.value_warmup_ev
         if warm and threshold is not None and explained_variance_v is not None and explained_variance_v >= threshold:
             self.warmup_ended = True
@@ -298,8 +317,9 @@ class ClippedPolicyGradient(Algorithm, ABC):
 
     # --- bookkeeping -----------------------------------------------------------------------------
     def new_batch(self, trajectories: Sequence[Trajectory]) -> TurnBatch:
-        """The iteration's batch; resets the scored-token counters."""
+        """The iteration's batch; resets the scored-token and skipped-step counters."""
         self.scored_tokens.clear()
+        self.nonfinite_skipped = 0
         return TurnBatch.from_trajectories(trajectories)
 
     def count_tokens(self, pass_name: str, rows: Sequence[SequenceItem | ScoreItem]) -> None:
@@ -440,6 +460,34 @@ class ClippedPolicyGradient(Algorithm, ABC):
         mean, std = global_mean_std(advantages[keep])
         return torch.where(keep, (advantages - mean) / (std + 1e-8), zero)
 
+    # --- non-finite numbers ---------------------------------------------------------------------
+    def step_is_finite(self, loss: float, grad_norm: float, what: str = "") -> bool:
+        """Whether a minibatch's step may be applied: its loss and gradient norm are finite on
+        every rank. One inf or NaN step turns every weight into NaN, and a checkpoint of those
+        would replace the last good one; so ``stop`` raises :class:`NonFiniteUpdate` before the
+        step, and ``skip`` drops it (counted in :attr:`nonfinite_skipped`)."""
+        bad: tuple[str, float] | None = None
+        if not math.isfinite(loss):
+            bad = (f"{what}loss", loss)
+        elif not math.isfinite(grad_norm):
+            bad = (f"{what}gradient norm", grad_norm)
+        if not all_reduce_max([int(bad is not None)])[0]:  # every rank decides alike
+            return True
+        if self.config.nonfinite == "skip":
+            self.nonfinite_skipped += 1
+            return False
+        raise NonFiniteUpdate(*(bad or (f"{what}loss or gradient norm of another rank", math.nan)))
+
+    def check_weights(self, params: Sequence[torch.Tensor], what: str = "") -> None:
+        """Stop when a step left a weight that is not finite (a finite but huge step can), so
+        that it never reaches a checkpoint; it cannot be skipped, since the step is done."""
+        if not params:
+            return
+        local = [p.to_local() if hasattr(p, "to_local") else p for p in params]
+        finite = bool(torch.stack([torch.isfinite(p.detach()).all() for p in local]).all())
+        if all_reduce_max([int(not finite)])[0]:
+            raise NonFiniteUpdate(f"{what}weights", math.inf if finite else _first_nonfinite(local))
+
     # --- the optimisation step -----------------------------------------------------------------
     def optimizer_step(self) -> None:
         """The main optimizer's step; with :attr:`value_rows` (SAPO's ``value_lr``), the value
@@ -508,6 +556,8 @@ class ClippedPolicyGradient(Algorithm, ABC):
                 if tokens_total == 0:
                     continue
                 self.optimizer.zero_grad(set_to_none=True)
+                minibatch_loss = 0.0
+                minibatch_sums: dict[str, float] = defaultdict(float)
                 lengths = [units[u].training.length for u in minibatch]
                 for micro in equal_micro_batches(micro_batches(lengths, cfg.micro_batch_tokens), sharded):
                     if not micro:  # FSDP: this rank is done; run the other ranks' collectives
@@ -540,21 +590,28 @@ class ClippedPolicyGradient(Algorithm, ABC):
                         terms = {**terms, **extra_sums}
                     if not value_pass:  # the logged losses are the joint epochs'
                         for key, value in terms.items():
-                            sums[key] += value
+                            minibatch_sums[key] += value
                     loss.backward()
+                    minibatch_loss += float(loss.detach())
                 reduce_gradients(params)
+                stepped = self.keep_only_value_readout_gradients(params) if value_only else params
+                norm = clip_gradients(stepped, cfg.max_grad_norm)
+                if not self.step_is_finite(minibatch_loss, norm):
+                    continue  # skip: this minibatch's step and its logged terms are dropped
                 if value_only:
-                    readout = self.keep_only_value_readout_gradients(params)
-                    grad_norms.append(clip_gradients(readout, cfg.max_grad_norm))
                     self.value_readout_optimizer().step()
                 elif value_pass:
-                    value_norms.append(clip_gradients(params, cfg.max_grad_norm))
                     with optimizer_lr(self.optimizer, value_epoch_lr):
                         self.optimizer_step()
-                    continue
                 else:
-                    grad_norms.append(clip_gradients(params, cfg.max_grad_norm))
                     self.optimizer_step()
+                self.check_weights(stepped)
+                if value_pass:
+                    value_norms.append(norm)
+                    continue
+                grad_norms.append(norm)
+                for key, value in minibatch_sums.items():
+                    sums[key] += value
                 token_seen += tokens_local
                 turn_seen += len(turns)
         out = {}
@@ -571,6 +628,15 @@ class ClippedPolicyGradient(Algorithm, ABC):
             out["optim/value_steps"] = float(len(value_norms))
             out["optim/value_grad_norm"] = sum(value_norms) / max(1, len(value_norms))
         return out
+
+
+def _first_nonfinite(params: Sequence[torch.Tensor]) -> float:
+    """The first inf or NaN among ``params`` (for the message)."""
+    for p in params:
+        bad = p.detach()[~torch.isfinite(p.detach())]
+        if bad.numel():
+            return float(bad.flatten()[0])
+    return math.nan
 
 
 @contextmanager

@@ -125,7 +125,8 @@ class PPO(ClippedPolicyGradient):
     def load_extra(self, folder: Path) -> None:
         path = folder / CRITIC_FILE
         if path.exists():
-            self.critic.load_state_dict(torch.load(path, map_location=self.policy.device))
+            # weights_only: a run folder's files are data, never code (agentrl.rundir.read_state)
+            self.critic.load_state_dict(torch.load(path, map_location=self.policy.device, weights_only=True))
 
     @torch.no_grad()
     def critic_values(self, items: Sequence[ScoreItem], token_level: bool) -> list[torch.Tensor]:
@@ -266,6 +267,7 @@ class PPO(ClippedPolicyGradient):
                 self.critic_optimizer.zero_grad(set_to_none=True)
                 if global_count == 0:
                     continue
+                minibatch_loss = 0.0
                 groups = micro_batches([units[u].training.length for u in minibatch], cfg.micro_batch_tokens)
                 for micro in equal_micro_batches(groups, is_sharded(self.critic)):
                     if not micro:  # FSDP: this rank is done; run the other ranks' collectives
@@ -279,10 +281,15 @@ class PPO(ClippedPolicyGradient):
                     target = torch.cat([targets[i] for i in idx]).to(pred.device)
                     loss = clipped_value_loss(pred, old, target, cfg.value_clip)
                     (loss.sum() / global_count).backward()
-                    total_loss += float(loss.detach().sum())
+                    minibatch_loss += float(loss.detach().sum())
                 reduce_gradients(params)
-                norms.append(clip_gradients(params, cfg.max_grad_norm))
+                norm = clip_gradients(params, cfg.max_grad_norm)
+                if not self.step_is_finite(minibatch_loss, norm, "critic "):
+                    continue  # skip (algorithm.nonfinite): this minibatch's step is dropped
                 self.critic_optimizer.step()
+                self.check_weights(params, "critic ")
+                norms.append(norm)
+                total_loss += minibatch_loss
                 seen += local
         return {"loss/value_v": total_loss / max(1.0, seen),
                 "optim/critic_grad_norm": sum(norms) / max(1, len(norms))}

@@ -24,6 +24,7 @@ import yaml
 
 from agentrl.errors import UserError
 from agentrl.fingerprint import read as read_fingerprints
+from agentrl.yaml_input import read_yaml_file
 
 #: Config sections an RL run carries but never reads (``agentrl sft`` does): shown nowhere in
 #: a report of RL runs, where their defaults would read as how the warm start was made.
@@ -41,6 +42,10 @@ BOOKKEEPING_KEYS = frozenset(
         "train.loggers",  # views of metrics.jsonl
     }
 )
+
+
+#: The sections every run's config.yaml holds (agentrl writes the whole resolved config).
+RUN_SECTIONS = ("env", "model", "rollout", "train", "algorithm")
 
 
 def is_run_dir(path: Path) -> bool:
@@ -224,16 +229,18 @@ class RunGroup:
 def load_run(path: Path) -> Run:
     """Read one run directory; a broken config or metrics file is the user's to fix."""
     config_path = path / "config.yaml"
-    try:
-        config = yaml.safe_load(config_path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise UserError(
-            f"'{config_path}' cannot be read as an agentrl run config ({exc})."
-        ) from exc
+    config = read_yaml_file(config_path, "Run config file")  # not UTF-8, not YAML: one sentence
     if not isinstance(config, dict) or "algo" not in config:
         raise UserError(f"'{config_path}' is not an agentrl run config (it has no 'algo').")
+    missing = [name for name in RUN_SECTIONS if not isinstance(config.get(name), dict)]
+    if missing or not isinstance(config["algo"], str):
+        lacks = f"its sections {', '.join(missing)} are missing" if missing else "its 'algo' is not a name"
+        raise UserError(f"'{config_path}' is not an agentrl run config ({lacks}; agentrl writes every section).")
     by_iteration: dict[int, dict[str, Any]] = {}
-    lines = (path / "metrics.jsonl").read_text().splitlines()
+    try:
+        lines = (path / "metrics.jsonl").read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise UserError(f"'{path / 'metrics.jsonl'}' is not UTF-8 text; it is not an agentrl metrics log.") from None
     skipped = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -256,9 +263,36 @@ def load_run(path: Path) -> Run:
         except json.JSONDecodeError:
             summary = None
     records = [by_iteration[i] for i in sorted(by_iteration)]
+    if records and not any(_has_metrics(r) for r in records):
+        raise UserError(f"'{path / 'metrics.jsonl'}' is not an agentrl metrics log: its records hold no "
+                        f"rollout/ or eval/ numbers.")
     sessions = _bench_sessions(path)
     return Run(path, config, records, summary, sessions[-1] if sessions else None, skipped,
                read_fingerprints(path), sessions)
+
+
+def _has_metrics(record: dict[str, Any]) -> bool:
+    """A training or eval record: every record agentrl writes has rollout/ or eval/ numbers."""
+    return any(key.startswith(("rollout/", "eval/")) and isinstance(value, (int, float))
+               for key, value in record.items())
+
+
+def check_bench_manifest(folder: Path) -> None:
+    """A ``bench.json`` in ``folder`` is a mapping whose ``sessions`` is a list of mappings, each
+    with a list of run mappings (what ``agentrl bench`` writes); anything else is one sentence."""
+    manifest = folder / "bench.json"
+    if not manifest.is_file():
+        return
+    try:
+        data = json.loads(manifest.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"'{manifest}' is not an agentrl bench manifest (not JSON text: {exc}).") from None
+    sessions = data.get("sessions") if isinstance(data, dict) else None
+    if not isinstance(sessions, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("runs", []), list)
+            and all(isinstance(r, dict) for r in s.get("runs", [])) for s in sessions):
+        raise UserError(f"'{manifest}' is not an agentrl bench manifest (a mapping whose 'sessions' list "
+                        f"holds sessions with lists of runs).")
 
 
 def _trained(action: str | None, state: str | None) -> bool:
@@ -280,8 +314,9 @@ def _bench_sessions(path: Path) -> list[BenchSession]:
         if not manifest.is_file():
             continue
         try:
+            check_bench_manifest(folder)
             data = json.loads(manifest.read_text())
-        except json.JSONDecodeError:
+        except UserError:
             return []
         touched = [
             BenchSession(
@@ -331,6 +366,7 @@ def discover_runs(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
             raise UserError(f"'{path}' does not exist.")
         if not path.is_dir():
             raise UserError(f"'{path}' is a file, not a run directory.")
+        check_bench_manifest(path)
         if is_run_dir(path):
             found.append(path)
             continue
