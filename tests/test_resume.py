@@ -172,13 +172,15 @@ def test_a_cut_off_last_metrics_line_is_skipped_and_truncation_drops_it(tmp_path
     from agentrl.reporting.runs import load_run
 
     log = MetricsLog(tmp_path / "metrics.jsonl")
-    log.write({"iteration": 1, "loss/policy": 0.5})
-    log.write({"iteration": 2, "loss/policy": 0.25})
+    log.write({"iteration": 1, "loss/policy": 0.5, "rollout/return": 0.0})
+    log.write({"iteration": 2, "loss/policy": 0.25, "rollout/return": 1.0})
     with log.path.open("a") as fh:
         fh.write('{"iteration": 3, "loss/pol')
     assert [r["iteration"] for r in log.read()] == [1, 2]
     assert _last_record(tmp_path)["iteration"] == 2  # bench's reader
-    (tmp_path / "config.yaml").write_text("algo: sapo\n")
+    # a run's config holds every section (the report refuses a config that does not)
+    (tmp_path / "config.yaml").write_text(
+        "algo: sapo\n" + "".join(f"{name}: {{}}\n" for name in ("env", "model", "rollout", "train", "algorithm")))
     assert [r["iteration"] for r in load_run(tmp_path).records] == [1, 2]  # the report's reader
     log.truncate_after(2)
     assert log.path.read_text().count("\n") == 2 and log.path.read_text().endswith("\n")
