@@ -569,6 +569,23 @@ def _loggers_override(text: str) -> str:
     return f"train.loggers=[{','.join(names)}]"
 
 
+def _resumable_output(out_: str, kind: str, manifest: str, seeds: int, first_seed: int,
+                      stop_after_minutes: float | None) -> Path:
+    """The checks ``bench`` and ``suite`` share before any work: the output folder is new, empty
+    or one of their own (it holds ``manifest``: they resume into it; any other non-empty folder
+    is refused), the seed options are in range and the time budget is not negative."""
+    from agentrl.config import check_option
+    from agentrl.output_paths import check_owned_dir, given_path
+
+    out = given_path(out_, "--out")
+    check_owned_dir(out, f"{kind} output folder", f"a {kind}'s output", lambda p: (p / manifest).is_file())
+    check_option("--seeds", seeds)
+    check_option("--first-seed", first_seed)
+    if stop_after_minutes is not None and not stop_after_minutes >= 0:
+        raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
+    return out
+
+
 @app.command()
 @user_errors
 def bench(
@@ -628,17 +645,8 @@ def bench(
         plan_bench,
         run_bench,
     )
-    from agentrl.output_paths import check_owned_dir, given_path
 
-    out = given_path(out_, "--out")
-    # a bench resumes into its own folder (bench.json); any other non-empty folder is refused
-    check_owned_dir(out, "bench output folder", "a bench's output", lambda p: (p / BENCH_FILE).is_file())
-    from agentrl.config import check_option
-
-    check_option("--seeds", seeds)
-    check_option("--first-seed", first_seed)
-    if stop_after_minutes is not None and not stop_after_minutes >= 0:
-        raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
+    out = _resumable_output(out_, "bench", BENCH_FILE, seeds, first_seed, stop_after_minutes)
     names = parse_algos(algos)
     overrides = list(set_ or [])
     if logger is not None:
@@ -725,7 +733,6 @@ def suite(
     import platform
 
     from agentrl.comparison import parse_algos
-    from agentrl.output_paths import check_owned_dir, given_path
     from agentrl.suite import (
         SUITE_FILE,
         plan_suite,
@@ -735,15 +742,7 @@ def suite(
         write_manifest,
     )
 
-    out = given_path(out_, "--out")
-    # a suite resumes into its own folder (suite.json); any other non-empty folder is refused
-    check_owned_dir(out, "suite output folder", "a suite's output", lambda p: (p / SUITE_FILE).is_file())
-    from agentrl.config import check_option
-
-    check_option("--seeds", seeds)
-    check_option("--first-seed", first_seed)
-    if stop_after_minutes is not None and not stop_after_minutes >= 0:
-        raise UserError(f"--stop-after-minutes must be 0 or more, not {stop_after_minutes:g}.")
+    out = _resumable_output(out_, "suite", SUITE_FILE, seeds, first_seed, stop_after_minutes)
     names = parse_algos(algos)
     chosen = probe_by_name(probes)
     overrides = list(set_ or [])
