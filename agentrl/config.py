@@ -368,6 +368,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.backend": ("auto", "hf", "vllm"),
     "algorithm.value_squash": ("clip", "tanh"),
     "algorithm.advantage_turns": ("valid", "all"),
+    "algorithm.value_epoch_optimizer": ("own", "shared"),
     "rollout.time_limit": ("auto", "bootstrap", "terminal"),
     "algorithm.gae_level": ("turn", "token"),
     "rollout.history": ("window", "conversation"),

@@ -238,6 +238,9 @@ def shard_algorithm(algorithm: Any) -> Sharding:
     if getattr(algorithm, "value_rows", None) is not None:
         raise UserError("algorithm.value_lr is not supported with train.parallel=fsdp yet (the value "
                         "rows are two rows of a sharded matrix); leave it unset there.")
+    if getattr(algorithm, "value_optimizer", None) is not None:
+        raise UserError("algorithm.value_epochs with algorithm.value_epoch_optimizer=own is not supported "
+                        "with train.parallel=fsdp yet; set algorithm.value_epoch_optimizer=shared there.")
     policy = algorithm.policy
     device = policy.device
     sharding = Sharding()

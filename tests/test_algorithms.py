@@ -125,3 +125,41 @@ def test_sapo_value_epochs_train_the_value_alone(episodes):
         return sum((1.0 - t.stats["V"]) ** 2 for traj in trajs for t in traj.turns)
 
     assert value_error(4) < value_error(0)
+
+
+@pytest.mark.parametrize("which", ["own", "shared"])
+def test_sapo_value_epochs_step_an_adam_of_their_own(episodes, which):
+    """``value_epoch_optimizer: own``: the value epochs' Adam has seen no policy gradient, so
+    its first step moves every weight with a value gradient by exactly ``value_epoch_lr``
+    (Adam's first step is lr * g / |g|). ``shared``: the main Adam's moments, filled by the
+    joint step's policy gradient, make the same step differ from lr, weight by weight."""
+    model, tok, values, trajectories = episodes
+    trajs = copy.deepcopy(trajectories)
+    for traj in trajs:
+        traj.turns[-1].reward = 1.0
+    cfg = SAPOConfig(lr=1e-2, value_epoch_lr=1e-3, epochs=1, value_epochs=1, minibatch_turns=10_000,
+                     kl_coef=0.0, entropy_coef=0.01, max_grad_norm=1e9, value_squash="tanh",
+                     value_clip=None, value_epoch_optimizer=which)
+    algo = SAPO(cfg, Policy(copy.deepcopy(model), tok, values), r_max=1.0)
+    assert (algo.value_optimizer is not None) == (which == "own")
+    params = [p for p in algo.policy.model.parameters() if p.requires_grad]
+    ratios: list[torch.Tensor] = []
+    step = algo.value_pass_step
+
+    def watched(lr):
+        before = [p.detach().clone() for p in params]
+        grads = [p.grad.detach().clone() for p in params]
+        step(lr)
+        for p, b, g in zip(params, before, grads, strict=True):
+            moved = (p.detach() - b)[g.abs() > 1e-4]  # Adam's eps (1e-8) is nothing beside these
+            ratios.append(moved.abs() / 1e-3)
+
+    algo.value_pass_step = watched
+    metrics = algo.update(trajs, PhaseTimer())
+    assert metrics["optim/value_steps"] == 1.0
+    ratio = torch.cat(ratios)
+    assert ratio.numel() > 1000  # the backbone has value gradients (the rows moved in the joint step)
+    if which == "own":
+        torch.testing.assert_close(ratio, torch.ones_like(ratio), rtol=1e-3, atol=1e-3)
+    else:
+        assert float((ratio - 1).abs().median()) > 0.05

@@ -489,18 +489,26 @@ class ClippedPolicyGradient(Algorithm, ABC):
             raise NonFiniteUpdate(f"{what}weights", math.inf if finite else _first_nonfinite(local))
 
     # --- the optimisation step -----------------------------------------------------------------
-    def optimizer_step(self) -> None:
-        """The main optimizer's step; with :attr:`value_rows` (SAPO's ``value_lr``), the value
-        rows step on their own at their own rate and the main optimizer leaves them as they are."""
+    def optimizer_step(self, optimizer: torch.optim.Optimizer | None = None) -> None:
+        """A step of ``optimizer`` (default: the main one); with :attr:`value_rows` (SAPO's
+        ``value_lr``), the value rows step on their own at their own rate and ``optimizer``
+        leaves them as they are."""
+        optimizer = optimizer if optimizer is not None else self.optimizer
         rows = self.value_rows
         if rows is None:
-            self.optimizer.step()
+            optimizer.step()
             return
         grads = rows.take_gradients()
         saved = rows.values()
-        self.optimizer.step()
+        optimizer.step()
         rows.restore(saved)
         rows.step(grads)
+
+    def value_pass_step(self, lr: float | None) -> None:
+        """A value-only epoch's step (``optimize(value_epochs=...)``): the main optimizer at
+        ``lr`` (None: its own rate). SAPO overrides it to step an optimizer of its own."""
+        with optimizer_lr(self.optimizer, lr):
+            self.optimizer_step()
 
     def value_lr_metrics(self) -> dict[str, float]:
         """``optim/value_lr``: the rate the value readout trains at (algorithms that have one)."""
@@ -530,9 +538,8 @@ class ClippedPolicyGradient(Algorithm, ABC):
         ``value_epochs``: after the joint epochs, that many more passes over the batch in which
         only ``extra_loss`` is minimised, through every trainable weight (SAPO's value-only
         epochs, :class:`agentrl.algorithms.sapo.SAPOConfig`). The policy's terms are computed and
-        logged but carry no gradient; the steps count under ``optim/value_steps``. The main
-        optimizer steps at ``value_epoch_lr`` there when given (its moments are shared with the
-        joint steps); the value rows keep their own rate.
+        logged but carry no gradient; the steps count under ``optim/value_steps``. Each step is
+        :meth:`value_pass_step` at ``value_epoch_lr``; the value rows keep their own rate.
         """
         cfg = self.config
         device = self.policy.device
@@ -601,8 +608,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
                 if value_only:
                     self.value_readout_optimizer().step()
                 elif value_pass:
-                    with optimizer_lr(self.optimizer, value_epoch_lr):
-                        self.optimizer_step()
+                    self.value_pass_step(value_epoch_lr)
                 else:
                     self.optimizer_step()
                 self.check_weights(stepped)

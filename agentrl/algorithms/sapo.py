@@ -65,6 +65,15 @@ class SAPOConfig(AlgoConfig):
     #: ``value_lr``. Lets V's share of the backbone learn at a rate that suits a value (the
     #: value-fit benchmark: 1e-3 on the tiny model, where 1e-2 collapses) beside a faster policy.
     value_epoch_lr: float | None = None
+    #: Which Adam the value-only epochs step: ``shared`` (the default, and what runs made before
+    #: this setting did), the main optimizer at ``value_epoch_lr``; ``own``, a second AdamW over
+    #: the same weights whose moments only ever see the value gradient. Shared moments hand the
+    #: value steps the policy's history: Adam's second moment, filled by policy gradients often
+    #: larger than the value's, shrinks every value step, and its first moment keeps pushing in
+    #: the policy's direction. ``own`` costs a second set of Adam moments (8 bytes per trainable
+    #: weight, allocated at the first value epoch): still less than PPO's critic, which has
+    #: weights and moments of its own.
+    value_epoch_optimizer: str = "shared"
 
 
 def readout(d: torch.Tensor, cfg: SAPOConfig) -> torch.Tensor:
@@ -91,6 +100,32 @@ class SAPO(ClippedPolicyGradient):
                     lr=config.lr, weight_decay=config.weight_decay)
             else:
                 self.value_rows = RowAdam(readout_params, lr=config.value_lr)
+        #: the value-only epochs' own AdamW (``value_epoch_optimizer: own``): the main one's
+        #: parameter groups, the backbone's at ``value_epoch_lr``
+        self.value_optimizer: torch.optim.Optimizer | None = None
+        if config.value_epochs > 0 and config.value_epoch_optimizer == "own":
+            groups = [{"params": list(g["params"]), "lr": g["lr"], "weight_decay": g["weight_decay"]}
+                      for g in self.optimizer.param_groups]
+            if config.value_epoch_lr is not None:
+                groups[0]["lr"] = config.value_epoch_lr
+            self.value_optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
+
+    def value_pass_step(self, lr: float | None) -> None:
+        if self.value_optimizer is None:
+            super().value_pass_step(lr)
+        else:
+            self.optimizer_step(self.value_optimizer)
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        if self.value_optimizer is not None:
+            state["value_optimizer"] = self.value_optimizer.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if self.value_optimizer is not None and state.get("value_optimizer") is not None:
+            self.value_optimizer.load_state_dict(state["value_optimizer"])
 
     def readout_settings(self) -> dict[str, Any]:
         cfg: SAPOConfig = self.config  # type: ignore[assignment]
