@@ -22,16 +22,21 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import nn
 
-from agentrl.distributed import all_reduce_max, all_reduce_sum, global_mean_std, reduce_gradients
-from agentrl.episode_scoring import ScoringUnit, build_units, minibatch_plan
+from agentrl.algorithms.lockstep import equal_micro_batches, equal_steps, idle_pass
+from agentrl.algorithms.losses import clipped_surrogate, k3_kl
+from agentrl.algorithms.scoring import ScoringUnit, build_units, minibatch_plan
+from agentrl.algorithms.value_rows import RowAdam
 from agentrl.errors import UserError
-from agentrl.fsdp import clip_gradients, is_sharded
-from agentrl.losses import clipped_surrogate, k3_kl
-from agentrl.metrics import PhaseTimer
-from agentrl.policy import Policy, ScoreItem, Scores, SequenceItem
-from agentrl.step_plan import equal_micro_batches, equal_steps, idle_pass
-from agentrl.trajectory import Trajectory, Turn
-from agentrl.value_rows import RowAdam
+from agentrl.models.policy import Policy, ScoreItem, Scores, SequenceItem
+from agentrl.parallel.distributed import (
+    all_reduce_max,
+    all_reduce_sum,
+    global_mean_std,
+    reduce_gradients,
+)
+from agentrl.parallel.fsdp import clip_gradients, is_sharded
+from agentrl.rollout.trajectory import Trajectory, Turn
+from agentrl.rundir.metrics import PhaseTimer
 
 
 @dataclass
@@ -106,7 +111,7 @@ class TurnBatch:
     spans: list[tuple[int, int]]  # [start, stop) of each trajectory's turns in ``turns``
     bootstrap_items: list[ScoreItem] = field(default_factory=list)
     bootstrap_of: dict[int, int] = field(default_factory=dict)  # trajectory -> bootstrap item
-    #: What each forward pass runs over (agentrl.episode_scoring): one unit per turn and per
+    #: What each forward pass runs over (agentrl.algorithms.scoring): one unit per turn and per
     #: bootstrap prompt, or one per episode when every trajectory is a conversation-mode chat.
     units: list[ScoringUnit] = field(default_factory=list)
     by_episode: bool = False
@@ -229,7 +234,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         self.nonfinite_skipped = 0  # this update's minibatch steps dropped (algorithm.nonfinite: skip)
         self.warmup_ended = False  # the value warm-up reached value_warmup_ev early
         self.warmup_optimizer: torch.optim.Optimizer | None = None
-        #: SAPO with ``value_lr``: the value rows' own optimizer (:mod:`agentrl.value_rows`).
+        #: SAPO with ``value_lr``: the value rows' own optimizer (:mod:`agentrl.algorithms.value_rows`).
         self.value_rows: RowAdam | None = None
         self.reference: nn.Module | None = None
         self.reference_is_base_without_adapters = hasattr(policy.model, "disable_adapter")
@@ -527,7 +532,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         Token terms are summed and divided by the minibatch's action-token count, turn terms
         (``extra_loss``) by its turn count, so micro-batching does not change the gradient.
         Each forward runs over scoring units (a turn, or a whole conversation-mode episode,
-        :mod:`agentrl.episode_scoring`); a minibatch is made of whole units.
+        :mod:`agentrl.algorithms.scoring`); a minibatch is made of whole units.
 
         ``old_logprobs`` None: the update is exactly on-policy (:meth:`exactly_on_policy`); the
         forward's own log-probs, detached, serve as the old ones (ratio 1, same gradient).
@@ -554,7 +559,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         value_norms: list[float] = []  # the value-only epochs' steps
         for epoch in range(cfg.epochs + value_epochs):
             value_pass = epoch >= cfg.epochs  # a value-only epoch: the policy's terms carry no gradient
-            # every rank takes the same number of steps, whatever its turn count (agentrl.step_plan)
+            # every rank takes the same number of steps, whatever its turn count (agentrl.algorithms.lockstep)
             for minibatch in equal_steps(minibatch_plan(units, batch.by_episode, cfg.minibatch_turns,
                                                         self.generator)):
                 turns = [i for u in minibatch for i in units[u].turn_slots]

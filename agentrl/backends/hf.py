@@ -30,7 +30,7 @@ from agentrl.backends.prefix_store import (
     row_prefix,
     single_row_cache,
 )
-from agentrl.constrained import AllowedTokens, TrieCursor, token_budget
+from agentrl.models.allowed import AllowedTokens, TrieCursor, token_budget
 
 
 class HFBackend:

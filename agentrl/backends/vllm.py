@@ -10,7 +10,7 @@ What the backend guarantees, as the transformers backend does (see :mod:`agentrl
 
 * **Bans.** SAPO's value ids get ``-inf`` in a logits processor (not a ``logit_bias`` of -100,
   which leaves them a tiny probability and shifts every other log-prob a little).
-* **Constrained decoding.** The same per-row :class:`~agentrl.constrained.TrieCursor` objects
+* **Constrained decoding.** The same per-row :class:`~agentrl.models.allowed.TrieCursor` objects
   drive a vLLM logits processor: before each sampling step it advances the row's cursor over the
   tokens generated so far and masks everything outside the allowed set. It runs before
   temperature and top-p, like the transformers backend, and records the allowed set of every
@@ -21,7 +21,7 @@ What the backend guarantees, as the transformers backend does (see :mod:`agentrl
   The trainer recomputes them every iteration and logs the mean gap (``rollout/logprob_gap``);
   with a bf16 engine and fp32 training it measures the dtype's rounding, see docs/scale.md.
 * **Fresh weights, checked.** :meth:`VLLMBackend.sync_weights` pushes the effective weights (LoRA
-  merged on the fly, :func:`agentrl.lora.merged_state_dict`) without touching the disk, rebuilds
+  merged on the fly, :func:`agentrl.models.lora.merged_state_dict`) without touching the disk, rebuilds
   what vLLM's CPU build derived from weights that a reload does not reprocess (see
   :func:`refresh_cpu_gemm`), resets the prefix cache (cached KV blocks were computed with the old
   weights), then proves on a fixed probe that the engine's log-probs are the trainer's
@@ -59,10 +59,10 @@ from agentrl.backends.sync_check import (
     probe_ids,
     trainer_logprobs,
 )
-from agentrl.constrained import AllowedTokens, TrieCursor, token_budget
 from agentrl.errors import UserError
-from agentrl.fsdp import effective_weights
-from agentrl.lora import base_model_of
+from agentrl.models.allowed import AllowedTokens, TrieCursor, token_budget
+from agentrl.models.lora import base_model_of
+from agentrl.parallel.fsdp import effective_weights
 
 log = logging.getLogger(__name__)
 
@@ -377,7 +377,7 @@ class VLLMBackend:
     def _start_engine(self):
         if not vllm_available():
             raise UserError("rollout.backend=vllm needs vLLM: run `make vllm` (CPU build) or install vllm on a GPU machine.")
-        from agentrl.models import cache_dir
+        from agentrl.models.loading import cache_dir
 
         if self.options.cache_root is None:
             self.options.cache_root = cache_dir() / "vllm"

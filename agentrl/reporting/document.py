@@ -34,10 +34,10 @@ from agentrl.reporting.aggregate import (
     run_mean,
     run_median,
 )
-from agentrl.reporting.machine import describe_machine, machine_line
+from agentrl.reporting.data import comparability, data_rows, data_warnings
 from agentrl.reporting.paired import BOOTSTRAP_SAMPLES, paired_differences
-from agentrl.reporting.played import comparability, data_rows, data_warnings
 from agentrl.reporting.runs import Run, RunGroup, group_runs, settings_table
+from agentrl.rundir.machine import describe_machine, machine_line
 
 #: Section ids, in page order; every report has all of them (tests and readers rely on it).
 SECTION_IDS = (

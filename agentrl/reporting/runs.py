@@ -1,4 +1,4 @@
-"""Reading run directories (what :class:`agentrl.trainer.Trainer` writes) for reports.
+"""Reading run directories (what :class:`agentrl.training.trainer.Trainer` writes) for reports.
 
 A run directory holds ``config.yaml`` and ``metrics.jsonl`` (one record per iteration, eval
 numbers merged into the record of the iteration they ran after), ``eval/iter_N.jsonl`` (the
@@ -23,26 +23,9 @@ from typing import Any
 import yaml
 
 from agentrl.errors import UserError
-from agentrl.fingerprint import read as read_fingerprints
-from agentrl.yaml_input import read_yaml_file
-
-#: Config sections an RL run carries but never reads (``agentrl sft`` does): shown nowhere in
-#: a report of RL runs, where their defaults would read as how the warm start was made.
-UNUSED_SECTIONS = ("sft.",)
-
-#: Settings that do not change what a run learns or measures; they never split groups.
-BOOKKEEPING_KEYS = frozenset(
-    {
-        "train.seed",
-        "train.run_dir",
-        "train.iterations",
-        "train.save_every",
-        "train.samples_per_iteration",
-        "train.eval_every",
-        "train.loggers",  # views of metrics.jsonl
-    }
-)
-
+from agentrl.rundir.fingerprint import read as read_fingerprints
+from agentrl.rundir.settings import NOT_GROUPED, UNREAD_SECTIONS, flatten
+from agentrl.rundir.yaml_input import read_yaml_file
 
 #: The sections every run's config.yaml holds (agentrl writes the whole resolved config).
 RUN_SECTIONS = ("env", "model", "rollout", "train", "algorithm")
@@ -50,19 +33,6 @@ RUN_SECTIONS = ("env", "model", "rollout", "train", "algorithm")
 
 def is_run_dir(path: Path) -> bool:
     return (path / "config.yaml").is_file() and (path / "metrics.jsonl").is_file()
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``: a config tree as dotted keys, the way ``--set`` names
-    them; ``env.kwargs`` stays one value (it is one setting)."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and name != "env.kwargs":
-            out.update(flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
 
 
 def show_value(value: Any) -> str:
@@ -146,7 +116,7 @@ class Run:
         return {
             k: v
             for k, v in self.flat_config.items()
-            if k not in BOOKKEEPING_KEYS and not k.startswith(UNUSED_SECTIONS)
+            if k not in NOT_GROUPED and not k.startswith(UNREAD_SECTIONS)
         }
 
     def values(self, key: str) -> list[tuple[dict[str, Any], float]]:

@@ -38,14 +38,14 @@ import yaml
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from agentrl.metrics import read_records
 from agentrl.reporting.aggregate import mean_std
 from agentrl.reporting.document import Document, Image, Note, Paragraph, Section, Table
 from agentrl.reporting.figures import ALGO_COLORS
 from agentrl.reporting.html import render_html
 from agentrl.reporting.markdown import render_markdown
+from agentrl.rundir.metrics import read_records
 
-SUITE_FILE = "suite.json"  # agentrl.suite writes it (same name; the report does not import the suite)
+SUITE_FILE = "suite.json"  # agentrl.bench.suite writes it (same name; the report does not import the suite)
 #: two-sided 97.5% quantiles of Student's t, by degrees of freedom (1..30)
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,

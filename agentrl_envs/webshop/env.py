@@ -27,7 +27,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentrl.envs import PLACEHOLDER, TEXT_CHARSET, text_space
+from agentrl.envs.contract import PLACEHOLDER, TEXT_CHARSET, text_space
 from agentrl.errors import UserError
 
 from ..action_check import action_problem
@@ -356,7 +356,7 @@ class WebShopEnv(gym.Env):
         return None if self._server is None else self._server.store
 
     def data_fingerprint(self) -> dict[str, Any]:
-        """Which goals this env plays (agentrl.fingerprint; see fingerprint.py here)."""
+        """Which goals this env plays (agentrl.rundir.fingerprint; see fingerprint.py here)."""
         from .fingerprint import shop_fingerprint
 
         return shop_fingerprint(self.config)
