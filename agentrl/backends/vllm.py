@@ -60,7 +60,7 @@ from agentrl.backends.sync_check import (
     trainer_logprobs,
 )
 from agentrl.errors import UserError
-from agentrl.models.allowed import AllowedTokens, TrieCursor, token_budget
+from agentrl.models.allowed import AllowedTokens, TrieCursor, apply_allowed, token_budget
 from agentrl.models.lora import base_model_of
 from agentrl.parallel.fsdp import effective_weights
 
@@ -231,22 +231,12 @@ def _processor_class() -> type:
                 # a step may be replayed (preemption, chunked prefill): overwrite, never append twice
                 del state.allowed[position:]
                 state.allowed.append(entry)
-                _apply_allowed(row, entry)
+                apply_allowed(row, entry)
             return logits
 
     _PROCESSOR_CLASS = AgentrlLogitsProcessor
     return AgentrlLogitsProcessor
 
-
-def _apply_allowed(row: torch.Tensor, entry: AllowedTokens) -> None:
-    ids = torch.tensor(entry.ids, dtype=torch.long, device=row.device)
-    if entry.exclude:
-        if len(ids):
-            row[ids] = float("-inf")
-    else:
-        kept = row[ids].clone()
-        row.fill_(float("-inf"))
-        row[ids] = kept
 
 
 def _cpu_cores() -> list[int]:

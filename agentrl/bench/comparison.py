@@ -43,6 +43,14 @@ from typing import Any
 import yaml
 
 from agentrl.errors import UserError
+from agentrl.rundir.layout import (
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    EVAL_DIR,
+    METRICS_FILE,
+    SAMPLES_DIR,
+    SUMMARY_FILE,
+)
 from agentrl.rundir.machine import describe_machine
 from agentrl.rundir.settings import NOT_COMPARED, flatten
 from agentrl.training.config import RunConfig, build_config, load_yaml, parse_override
@@ -269,7 +277,7 @@ def existing_action(planned: PlannedRun) -> str:
     from agentrl.training.trainer import latest_checkpoint
 
     folder = planned.run_dir
-    saved_path = folder / "config.yaml"
+    saved_path = folder / CONFIG_FILE
     if not saved_path.is_file():
         return "fresh"
     from agentrl.rundir.yaml_input import read_yaml_file
@@ -293,7 +301,7 @@ def existing_action(planned: PlannedRun) -> str:
             "output directory or remove it."
         )
     has_checkpoint = latest_checkpoint(folder) is not None
-    if (folder / "summary.json").is_file():
+    if (folder / SUMMARY_FILE).is_file():
         done = int((saved.get("train") or {}).get("iterations", 0))
         if done >= planned.config.train.iterations:
             return "skip"
@@ -305,7 +313,7 @@ def existing_action(planned: PlannedRun) -> str:
         return "extend"
     if has_checkpoint:
         return "resume"
-    metrics = folder / "metrics.jsonl"
+    metrics = folder / METRICS_FILE
     if metrics.is_file() and metrics.read_text().strip():
         return "restart"
     return "fresh"
@@ -444,9 +452,9 @@ def how_it_ended(exc: BaseException) -> str:
 
 def _clear_partial(folder: Path) -> None:
     """A run that wrote records but no checkpoint cannot be resumed: drop what it wrote."""
-    for name in ("metrics.jsonl", "summary.json", "config.yaml"):
+    for name in (METRICS_FILE, SUMMARY_FILE, CONFIG_FILE):
         (folder / name).unlink(missing_ok=True)
-    for name in ("eval", "samples", "checkpoints"):
+    for name in (EVAL_DIR, SAMPLES_DIR, CHECKPOINTS_DIR):
         shutil.rmtree(folder / name, ignore_errors=True)
 
 
@@ -572,7 +580,7 @@ def _last_record(run_dir: Path) -> dict[str, Any]:
     """The last whole record (a line cut off by a kill is skipped, not taken as no record)."""
     from agentrl.rundir.metrics import read_records
 
-    records = read_records(run_dir / "metrics.jsonl")
+    records = read_records(run_dir / METRICS_FILE)
     return records[-1] if records else {}
 
 

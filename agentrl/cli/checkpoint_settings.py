@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentrl.rundir.layout import CHECKPOINTS_DIR, CONFIG_FILE
 from agentrl.training.config import load_yaml
 
 #: Sections of the run's config that eval inherits (training-only sections are not relevant).
@@ -25,10 +26,10 @@ def run_dir_of_checkpoint(model_name: str | None) -> Path | None:
     if not model_name:
         return None
     folder = Path(os.path.expanduser(model_name))
-    if not folder.is_dir() or folder.parent.name != "checkpoints":
+    if not folder.is_dir() or folder.parent.name != CHECKPOINTS_DIR:
         return None
     run_dir = folder.parent.parent
-    return run_dir if (run_dir / "config.yaml").is_file() else None
+    return run_dir if (run_dir / CONFIG_FILE).is_file() else None
 
 
 def run_checkpoint(model_name: str | None) -> tuple[str | None, str]:
@@ -58,6 +59,6 @@ def inherited_settings(model_name: str | None) -> tuple[dict[str, Any], Path | N
     run_dir = run_dir_of_checkpoint(model_name)
     if run_dir is None:
         return {}, None
-    tree = load_yaml(run_dir / "config.yaml")
+    tree = load_yaml(run_dir / CONFIG_FILE)
     base = {name: tree[name] for name in INHERITED_SECTIONS if isinstance(tree.get(name), dict)}
     return base, run_dir

@@ -163,3 +163,15 @@ def allowed_mask(allowed: Sequence[AllowedTokens], vocab: int, device: torch.dev
         elif len(ids):
             mask[row, ids] = True
     return mask
+
+
+def apply_allowed(row_scores: torch.Tensor, entry: AllowedTokens) -> None:
+    """Set one row of next-token scores to -inf outside ``entry``'s allowed set (in place)."""
+    ids = torch.tensor(entry.ids, dtype=torch.long, device=row_scores.device)
+    if entry.exclude:
+        if len(ids):
+            row_scores[ids] = float("-inf")
+    else:
+        kept = row_scores[ids].clone()
+        row_scores.fill_(float("-inf"))
+        row_scores[ids] = kept

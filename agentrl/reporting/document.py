@@ -37,6 +37,7 @@ from agentrl.reporting.aggregate import (
 from agentrl.reporting.data import comparability, data_rows, data_warnings
 from agentrl.reporting.paired import BOOTSTRAP_SAMPLES, paired_differences
 from agentrl.reporting.runs import Run, RunGroup, group_runs, settings_table
+from agentrl.rundir.layout import METRICS_FILE
 from agentrl.rundir.machine import describe_machine, machine_line
 
 #: Section ids, in page order; every report has all of them (tests and readers rely on it).
@@ -324,7 +325,7 @@ def _run_dates(run: Run) -> str:
         pieces = f" (in {len(sessions)} bench sessions)" if len(sessions) > 1 else ""
         return f"{start} to {end}{pieces}"
     stamp = time.strftime(
-        "%Y-%m-%d %H:%M", time.localtime((run.path / "metrics.jsonl").stat().st_mtime)
+        "%Y-%m-%d %H:%M", time.localtime((run.path / METRICS_FILE).stat().st_mtime)
     )
     return f"last record written {stamp}"
 

@@ -24,6 +24,7 @@ import yaml
 
 from agentrl.errors import UserError
 from agentrl.rundir.fingerprint import read as read_fingerprints
+from agentrl.rundir.layout import CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
 from agentrl.rundir.settings import NOT_GROUPED, UNREAD_SECTIONS, flatten
 from agentrl.rundir.yaml_input import read_yaml_file
 
@@ -32,7 +33,7 @@ RUN_SECTIONS = ("env", "model", "rollout", "train", "algorithm")
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "config.yaml").is_file() and (path / "metrics.jsonl").is_file()
+    return (path / CONFIG_FILE).is_file() and (path / METRICS_FILE).is_file()
 
 
 def show_value(value: Any) -> str:
@@ -198,7 +199,7 @@ class RunGroup:
 
 def load_run(path: Path) -> Run:
     """Read one run directory; a broken config or metrics file is the user's to fix."""
-    config_path = path / "config.yaml"
+    config_path = path / CONFIG_FILE
     config = read_yaml_file(config_path, "Run config file")  # not UTF-8, not YAML: one sentence
     if not isinstance(config, dict) or "algo" not in config:
         raise UserError(f"'{config_path}' is not an agentrl run config (it has no 'algo').")
@@ -208,7 +209,7 @@ def load_run(path: Path) -> Run:
         raise UserError(f"'{config_path}' is not an agentrl run config ({lacks}; agentrl writes every section).")
     by_iteration: dict[int, dict[str, Any]] = {}
     try:
-        lines = (path / "metrics.jsonl").read_bytes().decode("utf-8").splitlines()
+        lines = (path / METRICS_FILE).read_bytes().decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise UserError(f"'{path / 'metrics.jsonl'}' is not UTF-8 text; it is not an agentrl metrics log.") from None
     skipped = 0
@@ -227,9 +228,9 @@ def load_run(path: Path) -> Run:
         if isinstance(record, dict) and isinstance(record.get("iteration"), int):
             by_iteration[record["iteration"]] = record  # a resumed run rewrote it: keep the last
     summary = None
-    if (path / "summary.json").is_file():
+    if (path / SUMMARY_FILE).is_file():
         try:
-            summary = json.loads((path / "summary.json").read_text())
+            summary = json.loads((path / SUMMARY_FILE).read_text())
         except json.JSONDecodeError:
             summary = None
     records = [by_iteration[i] for i in sorted(by_iteration)]
@@ -342,8 +343,8 @@ def discover_runs(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
             continue
         inside = sorted(
             p.parent
-            for p in path.rglob("metrics.jsonl")
-            if is_run_dir(p.parent) and "checkpoints" not in p.parts
+            for p in path.rglob(METRICS_FILE)
+            if is_run_dir(p.parent) and CHECKPOINTS_DIR not in p.parts
         )
         if not inside:
             raise UserError(

@@ -43,6 +43,7 @@ from agentrl.reporting.document import Document, Image, Note, Paragraph, Section
 from agentrl.reporting.figures import ALGO_COLORS
 from agentrl.reporting.html import render_html
 from agentrl.reporting.markdown import render_markdown
+from agentrl.rundir.layout import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
 from agentrl.rundir.metrics import read_records
 
 SUITE_FILE = "suite.json"  # agentrl.bench.suite writes it (same name; the report does not import the suite)
@@ -153,12 +154,12 @@ class SuiteRun:
 
 
 def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
-    if not (folder / "summary.json").is_file():
+    if not (folder / SUMMARY_FILE).is_file():
         return None
-    summary = json.loads((folder / "summary.json").read_text())
-    config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+    summary = json.loads((folder / SUMMARY_FILE).read_text())
+    config = yaml.safe_load((folder / CONFIG_FILE).read_text()) or {}
     gamma = float((config.get("algorithm") or {}).get("gamma", 0.95))
-    records = [r for r in read_records(folder / "metrics.jsonl") if "rollout/return" in r]
+    records = [r for r in read_records(folder / METRICS_FILE) if "rollout/return" in r]
     final = (summary.get("final_eval") or {}).get("eval/return")
     evals = sorted((folder / "eval").glob("iter_*.jsonl"))
     eval_ev = ceiling = None

@@ -28,17 +28,25 @@ import yaml
 
 from agentrl.errors import UserError
 from agentrl.rundir.durable import atomic_write_text, disk_full, folder_bytes, fsync_dir, fsync_tree
+from agentrl.rundir.layout import (
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    EVAL_DIR,
+    FINGERPRINT_FILE,
+    LATEST,
+    METRICS_FILE,
+    SAMPLES_DIR,
+    STATE_FILE,
+    SUMMARY_FILE,
+)
 
-STATE_FILE = "trainer_state.pt"  # written last: its presence marks a checkpoint complete
-CONFIG_FILE = "config.yaml"
-LATEST = "latest"
 KEEP_CHECKPOINTS = 2
 _ITER_NAME = re.compile(r"^iter_(\d+)$")
 _TEMP_NAME = re.compile(r"^\..+\.tmp-\d+$")  # agentrl.rundir.durable.temp_path's names
 
 #: What a run writes at the top of its folder (the trainer, agentrl.training.loggers' tensorboard and wandb).
-RUN_ENTRIES = frozenset({CONFIG_FILE, "metrics.jsonl", "fingerprint.json", "summary.json", "samples",
-                         "eval", "checkpoints", "tensorboard", "wandb"})
+RUN_ENTRIES = frozenset({CONFIG_FILE, METRICS_FILE, FINGERPRINT_FILE, SUMMARY_FILE, SAMPLES_DIR,
+                         "eval", CHECKPOINTS_DIR, "tensorboard", "wandb"})
 #: Sections every config.yaml a run writes holds (the resolved config; ``sft`` came later).
 _RUN_SECTIONS = frozenset({"algo", "env", "model", "rollout", "train", "algorithm"})
 
@@ -56,7 +64,7 @@ def _holds_run_config(folder: Path) -> bool:
     except (UnicodeDecodeError, yaml.YAMLError):
         # a run's config a user edited and broke: still a run (its fingerprint says so), so that
         # reading it names the broken byte or line instead of calling the folder foreign
-        return (folder / "fingerprint.json").is_file()
+        return (folder / FINGERPRINT_FILE).is_file()
     return isinstance(tree, dict) and _RUN_SECTIONS <= tree.keys()
 
 
@@ -70,7 +78,7 @@ def is_run_dir(folder: Path) -> bool:
     a run writes as it starts (or, killed between the two, nothing a run does not write)."""
     if not folder.is_dir() or not _holds_run_config(folder):
         return False
-    return (folder / "fingerprint.json").is_file() or not foreign_entries(folder)
+    return (folder / FINGERPRINT_FILE).is_file() or not foreign_entries(folder)
 
 
 def check_run_dir(run_dir: str | None) -> None:
@@ -109,7 +117,7 @@ def is_complete(folder: Path) -> bool:
 
 def complete_checkpoints(run_dir: Path) -> list[Path]:
     """Every complete checkpoint of a run, oldest first."""
-    root = run_dir / "checkpoints"
+    root = run_dir / CHECKPOINTS_DIR
     if not root.is_dir():
         return []
     found = [p for p in root.iterdir() if p.is_dir() and is_complete(p)]
@@ -119,7 +127,7 @@ def complete_checkpoints(run_dir: Path) -> list[Path]:
 def latest_checkpoint(run_dir: Path) -> Path | None:
     """The checkpoint ``latest`` names when that one is complete, else the newest complete one
     (``latest`` lost, empty, or naming a folder a kill left unfinished)."""
-    root = run_dir / "checkpoints"
+    root = run_dir / CHECKPOINTS_DIR
     try:
         name = (root / LATEST).read_text().strip()
     except OSError:
@@ -138,7 +146,7 @@ def write_checkpoint(run_dir: Path, iteration: int, fill: Callable[[Path], None]
     A full disk while the folder is written (:func:`agentrl.rundir.durable.disk_full`) removes the
     unfinished folder and stops the run in one sentence; ``latest`` still names the previous
     checkpoint, so ``--resume`` continues from there once there is room."""
-    root = run_dir / "checkpoints"
+    root = run_dir / CHECKPOINTS_DIR
     root.mkdir(parents=True, exist_ok=True)
     remove_partial_checkpoints(root)
     final = root / checkpoint_name(iteration)
@@ -262,12 +270,12 @@ def remove_stale_temp_files(run_dir: Path) -> None:
     """Delete temporary files a kill left mid-replacement (``.metrics.jsonl.tmp-PID`` and the
     like, in the run directory, ``samples/`` and ``eval/``) and unfinished checkpoints. Only the
     process that owns the run directory calls it, when it starts."""
-    for folder in (run_dir, run_dir / "samples", run_dir / "eval"):
+    for folder in (run_dir, run_dir / SAMPLES_DIR, run_dir / EVAL_DIR):
         if folder.is_dir():
             for path in folder.iterdir():
                 if path.is_file() and _TEMP_NAME.match(path.name):
                     path.unlink(missing_ok=True)
-    remove_partial_checkpoints(run_dir / "checkpoints")
+    remove_partial_checkpoints(run_dir / CHECKPOINTS_DIR)
 
 
 def prune_checkpoints(root: Path, keep: int) -> None:

@@ -30,7 +30,9 @@ from typing import Any
 
 import gymnasium as gym
 
-FILE = "fingerprint.json"
+from agentrl.rundir.layout import FINGERPRINT_FILE
+
+FILE = FINGERPRINT_FILE
 LOCAL_KEY = "local"
 #: Left out of the digest: where the data lives, and how much of it an eval played.
 _NOT_DIGESTED = (LOCAL_KEY, "digest", "eval_episodes", "coverage")

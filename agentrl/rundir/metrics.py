@@ -23,8 +23,7 @@ import torch
 
 from agentrl.errors import UserError
 from agentrl.rundir.durable import append_line, atomic_write_text
-
-PHASES = ("rollout", "old_logprob", "value_inference", "ref_logprob", "actor_update", "critic_update")
+from agentrl.rundir.layout import PHASES
 
 
 def _status_kb(field: str) -> int | None:

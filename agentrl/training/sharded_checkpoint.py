@@ -30,6 +30,7 @@ from torch import nn
 from agentrl.errors import UserError
 from agentrl.parallel.distributed import barrier, is_main
 from agentrl.rundir.checkpoints import checkpoint_name, write_checkpoint
+from agentrl.rundir.layout import CHECKPOINTS_DIR
 
 SHARDED_DIR = "sharded"
 #: Keys of ``Algorithm.state_dict()`` that are optimizer states: in ``sharded/`` under FSDP.
@@ -149,7 +150,7 @@ def write_sharded_checkpoint(run_dir: Path, iteration: int, algorithm: Any,
     """Checkpoint ``iteration`` of an FSDP run; every rank calls it. ``fill_rest(folder)`` runs
     on rank 0 after the shards and the full model are written and must write
     ``trainer_state.pt`` last. Returns the folder on rank 0, None elsewhere."""
-    tmp = run_dir / "checkpoints" / f".tmp-{checkpoint_name(iteration)}"
+    tmp = run_dir / CHECKPOINTS_DIR / f".tmp-{checkpoint_name(iteration)}"
 
     def collective(folder: Path) -> None:
         if is_main():

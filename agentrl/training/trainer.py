@@ -79,6 +79,7 @@ from agentrl.rundir.checkpoints import (
     write_checkpoint,
 )
 from agentrl.rundir.durable import atomic_write_text, crash_point
+from agentrl.rundir.layout import CONFIG_FILE, EVAL_DIR, METRICS_FILE, SAMPLES_DIR, SUMMARY_FILE
 from agentrl.rundir.metrics import (
     MetricsLog,
     PhaseTimer,
@@ -137,7 +138,7 @@ class Trainer:
         algo_cls: type[Algorithm] = get_algorithm(config.algo)
         check_run_dir(config.train.run_dir)  # a new or empty folder, or a run: nothing else is written into
         self.run_dir = Path(config.train.run_dir) if config.train.run_dir is not None else default_run_dir(config)
-        self.metrics_log = MetricsLog(self.run_dir / "metrics.jsonl")
+        self.metrics_log = MetricsLog(self.run_dir / METRICS_FILE)
         #: one line each for what resume had to work around (a newer checkpoint it could not read)
         self.resume_warnings: list[str] = []
         found = self._resume_point() if resume else None
@@ -193,7 +194,7 @@ class Trainer:
         self.sinks: list[MetricSink] = []
         if is_main() and config.train.loggers:
             self.sinks = open_sinks(config.train.loggers, self.run_dir, asdict(config),
-                                    (self.run_dir / "config.yaml").read_text())
+                                    (self.run_dir / CONFIG_FILE).read_text())
 
     def _resume_point(self) -> tuple[Path, dict[str, Any]] | None:
         """The checkpoint to resume from and its trainer state, after checking the config
@@ -268,7 +269,7 @@ class Trainer:
                 final_eval = {k: v for k, v in last.items() if k.startswith("eval/")} or None
             summary = {"iterations": cfg.iterations, "run_dir": str(self.run_dir),
                        "final_eval": final_eval, "last": last, "fingerprint": self.fingerprints}
-            atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+            atomic_write_text(self.run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=str) + "\n")
         return result
 
     def _log(self, record: dict[str, Any], iteration: int) -> None:
@@ -405,7 +406,7 @@ class Trainer:
         metrics = episode_metrics(trajectories, "eval")
         metrics["time/eval"] = time.perf_counter() - start
         if is_main():
-            folder = self.run_dir / "eval"
+            folder = self.run_dir / EVAL_DIR
             folder.mkdir(parents=True, exist_ok=True)
             atomic_write_text(folder / f"iter_{iteration:05d}.jsonl", _jsonl(trajectories))
         return metrics
@@ -508,7 +509,7 @@ class Trainer:
         count = self.config.train.samples_per_iteration
         if count <= 0:
             return
-        folder = self.run_dir / "samples"
+        folder = self.run_dir / SAMPLES_DIR
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(folder / f"iter_{iteration:05d}.jsonl", _jsonl(trajectories[:count]))
 
