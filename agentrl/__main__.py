@@ -5,7 +5,7 @@ module; this file keeps that import free of side effects (the CLI only starts un
 ``if __name__ == "__main__"``), so a worker does not run the command line again.
 """
 
-from agentrl.cli.commands import main
+from agentrl.cli import main
 
 if __name__ == "__main__":
     main()

@@ -674,7 +674,7 @@ def test_the_starting_model_is_described_from_its_sft_record_and_sft_settings_ar
 def test_bench_manifest_records_each_runs_own_start_and_end(tmp_path):
     from types import SimpleNamespace
 
-    from agentrl.bench.comparison import Manifest
+    from agentrl.bench.supervise import Manifest
 
     planned = [SimpleNamespace(algo=a, seed=0, run_dir=tmp_path / a / "seed0", action="fresh")
                for a in ("sapo", "ppo")]
@@ -724,7 +724,7 @@ def test_groups_split_by_setting_and_label_the_difference(tmp_path):
 
 
 def _invoke(args: list[str]):
-    from agentrl.cli.commands import app
+    from agentrl.cli import app
 
     return CliRunner().invoke(app, args)
 
@@ -803,7 +803,7 @@ def test_bench_per_algorithm_setting_errors(tmp_path):
 
 def test_per_algorithm_settings_reach_only_their_runs(tmp_path):
     """Each algorithm's own rate, one shared setting: SAPO 3e-5, PPO 1e-5, GRPO the shared 2e-6."""
-    from agentrl.bench.comparison import plan_bench
+    from agentrl.bench.plan import plan_bench
 
     plan = plan_bench(
         ["sapo", "ppo", "grpo"], tmp_path / "out", env="keydoor", model="tiny",
@@ -823,7 +823,7 @@ def test_per_algorithm_settings_reach_only_their_runs(tmp_path):
 
 
 def test_plan_is_like_for_like(tmp_path):
-    from agentrl.bench.comparison import plan_bench
+    from agentrl.bench.plan import plan_bench
 
     plan = plan_bench(
         ["sapo", "ppo", "grpo"],
@@ -863,7 +863,7 @@ def test_plan_is_like_for_like(tmp_path):
 
 
 def test_existing_runs_are_skipped_resumed_extended_or_refused(tmp_path):
-    from agentrl.bench.comparison import plan_bench
+    from agentrl.bench.plan import plan_bench
 
     out = tmp_path / "out"
 
@@ -1047,7 +1047,7 @@ CONFIGS = sorted((ROOT / "benchmarks" / "configs").glob("paper_*.yaml")) + sorte
 
 def _plan_from_command(command: str, out: Path):
     """Plan (not run) the bench a header command asks for, with its own options."""
-    from agentrl.bench.comparison import parse_algos, plan_bench
+    from agentrl.bench.plan import parse_algos, plan_bench
 
     argv = shlex.split(command)
     assert argv[:2] == ["agentrl", "bench"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agentrl.cli.commands import app
+from agentrl.cli import app
 
 ENV_MODULE = '''
 """A tiny text env of the user's own (not agentrl's): say the word the task names."""

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import agentrl_envs  # noqa: F401  (registers the ids)
-from agentrl.cli.commands import app
+from agentrl.cli import app
 from agentrl.rundir.fingerprint import FILE, collect, coverage_note, describe, digest
 from agentrl.training.config import build_config
 from agentrl.training.fingerprints import for_config

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrl.algorithms import algorithm_names, get_algorithm
-from agentrl.cli.commands import app
+from agentrl.cli import app
 from agentrl.errors import UserError
 from agentrl.models.files import check_model_folder
 from agentrl.rollout.engine import RolloutConfig

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from agentrl.cli.commands import app
+from agentrl.cli import app
 
 runner = CliRunner()
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agentrl.cli.commands import app
+from agentrl.cli import app
 from agentrl.rundir.checkpoints import latest_checkpoint
 from agentrl.rundir.metrics import MetricsLog, read_records
 
@@ -168,7 +168,7 @@ def test_a_valid_latest_is_followed(tmp_path):
 
 
 def test_a_cut_off_last_metrics_line_is_skipped_and_truncation_drops_it(tmp_path):
-    from agentrl.bench.comparison import _last_record
+    from agentrl.bench.supervise import _last_record
     from agentrl.reporting.runs import load_run
 
     log = MetricsLog(tmp_path / "metrics.jsonl")

@@ -23,7 +23,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from agentrl.cli.commands import app
+from agentrl.cli import app
 from agentrl.errors import UserError
 from agentrl.rundir.checkpoints import latest_checkpoint, read_state, resume_checkpoint
 from agentrl.rundir.metrics import read_records

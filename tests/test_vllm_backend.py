@@ -336,7 +336,7 @@ def test_sync_in_fp32_on_each_cpu_path(path, record_property):
 def test_short_sapo_run_with_the_vllm_backend(tmp_path):
     """``agentrl run sapo --backend vllm`` end to end, in its own process (its own engine)."""
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "agentrl.cli.commands", "run", "sapo", "--env", "keydoor",
+    cmd = [sys.executable, "-m", "agentrl.cli", "run", "sapo", "--env", "keydoor",
            "--config", "benchmarks/configs/demo_keydoor.yaml",
            "--backend", "vllm",
            "--set", "rollout.tasks_per_iteration=2", "--set", "train.eval_episodes=0",

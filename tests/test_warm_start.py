@@ -140,7 +140,7 @@ def test_sft_command_logs_each_step_and_phase_times_when_not_on_a_terminal(demo_
     """A long CPU warm start written to a log file shows its progress line by line."""
     from typer.testing import CliRunner
 
-    from agentrl.cli.commands import app
+    from agentrl.cli import app
 
     out = tmp_path / "sft"
     result = CliRunner().invoke(app, [

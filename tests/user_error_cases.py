@@ -404,7 +404,7 @@ def run_case(case: Case, tmp: Path) -> Outcome:
 
     from typer.testing import CliRunner
 
-    from agentrl.cli.commands import app
+    from agentrl.cli import app
 
     argv = case.materialise(tmp)
     runner = CliRunner(env=dict(case.env) or None)

@@ -6,7 +6,7 @@ probes are text envs (agentrl_envs/probes) played multi-turn by an LLM policy, a
 is the one SAPO stakes its claim on: does a value function learned inside the policy model give
 better credit assignment than PPO's separate critic or GRPO's group baseline?
 
-Each probe is one ``agentrl bench`` (:mod:`agentrl.bench.comparison`: same tasks per seed, same
+Each probe is one ``agentrl bench`` (:mod:`agentrl.bench.plan`: same tasks per seed, same
 trajectory budget per iteration, GRPO's k rollouts counted in it) under ``OUT/<probe>/``. Runs go
 seed by seed (seed k of every probe and algorithm before seed k+1), so a suite stopped part-way
 holds whole seeds. Unlike ``bench``, runs train in this process: a tiny model's run takes seconds
@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrl.bench.comparison import BenchPlan, PlannedRun, _clear_partial, plan_bench
+from agentrl.bench.plan import BenchPlan, PlannedRun, plan_bench
+from agentrl.bench.supervise import _clear_partial
 from agentrl.errors import UserError
 from agentrl.rundir.durable import atomic_write_text
 

@@ -1,6 +1,6 @@
 """torch.distributed for multi-process training under ``torchrun``, as no-ops in one process.
 
-``torchrun --nproc_per_node N -m agentrl.cli.commands run ...`` starts N copies of the same run. Each
+``torchrun --nproc_per_node N -m agentrl.cli run ...`` starts N copies of the same run. Each
 joins the process group (:func:`init_from_env`: gloo on CPU, NCCL on GPUs), plays a share of the
 iteration's tasks (:func:`split_groups`: whole groups, so GRPO's group statistics see every
 rollout of a group) and computes gradients on its own trajectories.

@@ -234,7 +234,7 @@ def shard_algorithm(algorithm: Any) -> Sharding:
 
     if not is_distributed():
         raise UserError("train.parallel=fsdp needs several processes: start the run with "
-                        "`torchrun --nproc_per_node N -m agentrl.cli.commands run ...`.")
+                        "`torchrun --nproc_per_node N -m agentrl.cli run ...`.")
     if getattr(algorithm, "value_rows", None) is not None:
         raise UserError("algorithm.value_lr is not supported with train.parallel=fsdp yet (the value "
                         "rows are two rows of a sharded matrix); leave it unset there.")
