@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 
 from .action_check import action_problem
 

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from agentrl.algorithms.ppo import PPOConfig
     from agentrl.algorithms.sapo import SAPOConfig
     from agentrl.bench import value_fit as vf
-    from agentrl.envs.contract import r_max as env_r_max
+    from agentrl.envs import r_max as env_r_max
     from agentrl.training.compose import env_factory, make_backend, make_engine
 
     torch.manual_seed(args.seed)

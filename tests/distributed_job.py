@@ -13,7 +13,7 @@ import sys
 
 import gymnasium as gym
 
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 
 
 class CoinEnv(gym.Env):

@@ -7,7 +7,7 @@ import pickle
 import gymnasium as gym
 
 from agentrl.backends.base import Generation
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 from agentrl.rollout.action_format import ActionFormat
 from agentrl.rollout.engine import EnvPool, RolloutConfig, RolloutEngine, Task
 from agentrl.rollout.prompting import PromptBuilder

@@ -76,7 +76,7 @@ def test_eval_reports_success(tmp_path):
 
 def test_play_takes_numbers_and_actions():
     # KeyDoor seed 3: the key is one room away, then the door (see `agentrl play keydoor --seed 3`)
-    from agentrl.envs.contract import make_env
+    from agentrl.envs import make_env
 
     env = make_env("keydoor")
     env.reset(seed=3)

@@ -6,7 +6,7 @@ import torch
 
 from agentrl.backends.base import SamplingParams
 from agentrl.backends.hf import HFBackend
-from agentrl.envs.contract import is_admissible
+from agentrl.envs import is_admissible
 from agentrl.models.policy import Policy, ScoreItem
 from agentrl.rollout.action_format import ActionFormat
 from agentrl.rollout.constrained import ConstraintBuilder

@@ -7,7 +7,7 @@ import gymnasium as gym
 import pytest
 
 from agentrl.backends.hf import HFBackend
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 from agentrl.errors import UserError
 from agentrl.rollout.action_format import ActionFormat
 from agentrl.rollout.constrained import ConstraintBuilder

@@ -10,7 +10,7 @@ import time
 import gymnasium as gym
 import pytest
 
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 from agentrl.envs.step_timeout import DeadlineRunner, EnvStepTimeout
 from agentrl.envs.workers import EnvWorkerPool
 from agentrl.rollout.engine import EnvPool, RolloutConfig

@@ -7,7 +7,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import agentrl_envs  # noqa: F401
-from agentrl.envs.contract import check_text_env, expert_action, make_env, resolve_env_id
+from agentrl.envs import check_text_env, expert_action, make_env, resolve_env_id
 from agentrl.errors import UserError
 
 

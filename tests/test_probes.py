@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from agentrl.envs.contract import check_text_env, make_env
+from agentrl.envs import check_text_env, make_env
 from agentrl_envs.probes.corridor import reach_probability
 
 CASES = [("chain", {"delay": 3}), ("chain", {"delay": 0, "reward_noise": 0.2}), ("locks", {"n_locks": 4}),

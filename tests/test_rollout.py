@@ -4,7 +4,7 @@ import gymnasium as gym
 import torch
 
 from agentrl.backends.hf import HFBackend
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 from agentrl.rollout.action_format import ActionFormat
 from agentrl.rollout.constrained import ConstraintBuilder
 from agentrl.rollout.engine import EnvPool, RolloutConfig, RolloutEngine, Task

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from agentrl.backends.base import Generation
-from agentrl.envs.contract import make_env
+from agentrl.envs import make_env
 from agentrl.errors import UserError
 from agentrl.models.policy import Policy
 from agentrl.rollout.action_format import ActionFormat

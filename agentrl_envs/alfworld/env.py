@@ -30,7 +30,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 from agentrl.errors import UserError
 
 from ..action_check import action_problem

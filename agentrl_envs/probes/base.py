@@ -24,7 +24,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentrl.envs.contract import text_space
+from agentrl.envs import text_space
 from agentrl_envs.action_check import action_problem
 
 SPLIT_OFFSETS = {"train": 0, "eval": 1_000_000_007}

@@ -27,7 +27,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentrl.envs.contract import PLACEHOLDER, TEXT_CHARSET, text_space
+from agentrl.envs import PLACEHOLDER, TEXT_CHARSET, text_space
 from agentrl.errors import UserError
 
 from ..action_check import action_problem

@@ -17,7 +17,7 @@ pytest.importorskip("textworld")
 pytest.importorskip("alfworld")
 
 import agentrl_envs  # noqa: E402,F401  (registers the ids)
-from agentrl.envs.contract import check_text_env  # noqa: E402
+from agentrl.envs import check_text_env  # noqa: E402
 from agentrl.errors import UserError  # noqa: E402
 from agentrl_envs.alfworld.catalog import TASK_TYPES  # noqa: E402
 from agentrl_envs.alfworld.env import ALFWorldEnv  # noqa: E402

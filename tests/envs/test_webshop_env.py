@@ -17,7 +17,7 @@ import gymnasium as gym  # noqa: E402
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 import agentrl_envs  # noqa: E402, F401
-from agentrl.envs.contract import check_text_env, is_admissible, r_max  # noqa: E402
+from agentrl.envs import check_text_env, is_admissible, r_max  # noqa: E402
 from agentrl.errors import UserError  # noqa: E402
 from agentrl_envs.webshop.env import (  # noqa: E402
     INVALID_ACTION,
