@@ -545,9 +545,9 @@ def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path
     """The comparison's own history: session 1 (Intel, killed, never 'finished') trained sapo to
     the end, was killed inside ppo and never reached grpo; session 2 (AMD, killed too) skipped
     sapo, resumed ppo to the end and was killed inside grpo. Only session 2 wrote run times."""
-    from agentrl.reporting.document import _run_dates
     from agentrl.reporting.report import build_report
     from agentrl.reporting.runs import load_run
+    from agentrl.reporting.setup import _run_dates
 
     runs = write_synthetic_runs(tmp_path / "bench")
     sapo, ppo, grpo = (runs / algo / "seed0" for algo in ("sapo", "ppo", "grpo"))

@@ -39,7 +39,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from agentrl.reporting.aggregate import mean_std
-from agentrl.reporting.document import Document, Image, Note, Paragraph, Section, Table
+from agentrl.reporting.blocks import Document, Image, Note, Paragraph, Section, Table
 from agentrl.reporting.figures import ALGO_COLORS
 from agentrl.reporting.html import render_html
 from agentrl.reporting.markdown import render_markdown
