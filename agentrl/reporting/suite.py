@@ -187,7 +187,7 @@ def read_suite(out: Path) -> tuple[dict[str, Any], list[SuiteRun]]:
     return manifest, runs
 
 
-def _fmt(interval: tuple[float, float] | None, digits: int = 2) -> str:
+def _interval_text(interval: tuple[float, float] | None, digits: int = 2) -> str:
     if interval is None:
         return "-"
     mean, half = interval
@@ -259,17 +259,17 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
             seconds = [r2.get("time/iteration") for r in mine for r2 in r.records]
             seconds = [s for s in seconds if isinstance(s, (int, float))]
             raw = t_interval([r.final_return for r in mine if r.final_return is not None])
-            rows.append([probe["name"], algo, str(len(mine)), _fmt(raw), _fmt(t_interval(scores)),
+            rows.append([probe["name"], algo, str(len(mine)), _interval_text(raw), _interval_text(t_interval(scores)),
                          f"{100 * sum(collapse) / len(collapse):.0f}%" if collapse else "-",
                          f"{statistics.median(seconds):.2f}" if seconds else "-"])
             if algo != "grpo":
                 evs = [r.eval_ev for r in mine if r.eval_ev is not None]
                 flagged = sum(r.eval_ev is None for r in mine)
                 reached = sum(r.learned for r in mine)
-                value_rows.append([probe["name"], algo, _fmt(t_interval(evs)),
-                                   _fmt(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
+                value_rows.append([probe["name"], algo, _interval_text(t_interval(evs)),
+                                   _interval_text(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
                                    f"{reached} of {len(evs)}", str(flagged),
-                                   _fmt(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
+                                   _interval_text(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
     figures = report_dir / "figures"
     blocks: list[Any] = [
         Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "
