@@ -188,3 +188,13 @@ def test_building_a_report_loads_no_trainer_module():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+#: About 500 lines: a module past this is two jobs, or one that wants a file per part.
+MAX_MODULE_LINES = 530
+
+
+def test_no_module_is_longer_than_about_500_lines():
+    long = {name: n for name, path in _modules().items()
+            if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert long == {}

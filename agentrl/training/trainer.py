@@ -23,7 +23,6 @@ so that a kill at any moment leaves a resumable run (:mod:`agentrl.rundir.checkp
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import random
@@ -35,7 +34,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from agentrl.algorithms import Algorithm, get_algorithm
@@ -92,6 +90,7 @@ from agentrl.training.config import RunConfig
 from agentrl.training.fingerprints import for_run
 from agentrl.training.loggers import MetricSink, open_sinks
 from agentrl.training.resume import check_resume_config
+from agentrl.training.seeds import _python_rng_state, seed_everything, stream_seed, task_seeds
 from agentrl.training.sharded_checkpoint import (
     load_sharded,
     without_optimizers,
@@ -99,28 +98,10 @@ from agentrl.training.sharded_checkpoint import (
 )
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
-def stream_seed(run_seed: int, iteration: int, stream: str, rank_: int = 0) -> int:
-    """A 63-bit seed for one random stream of one iteration: a pure function of its arguments,
-    so an iteration draws the same numbers in a resumed process as in an uninterrupted one."""
-    key = f"agentrl-{stream}-{run_seed}-{iteration}-{rank_}".encode()
-    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") >> 1
-
-
 def default_run_dir(config: RunConfig) -> Path:
     # "agentrl/KeyDoor-v0" -> keydoor-v0; "mymod:MyEnv-v0" -> myenv-v0 (no ':' in folder names)
     env = re.split(r"[/:]", config.env.id)[-1].lower()
     return Path("runs") / f"{config.algo}-{env}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def task_seeds(run_seed: int, iteration: int, count: int) -> list[int]:
-    rng = random.Random(f"agentrl-tasks-{run_seed}-{iteration}")
-    return [rng.randrange(2**31) for _ in range(count)]
 
 
 @dataclass
@@ -523,13 +504,6 @@ class Trainer:
         self.backend.close()  # before the group goes: a vLLM engine under torchrun uses it
         if self.owns_process_group:
             shutdown()
-
-
-def _python_rng_state(saved: Any) -> tuple:
-    """``random.setstate``'s tuple from what a checkpoint holds (a list, since it went through a
-    weights-only load; older checkpoints hold the tuple itself)."""
-    version, internal, gauss = saved
-    return (int(version), tuple(int(x) for x in internal), gauss)
 
 
 def _jsonl(trajectories: list[Trajectory]) -> str:
