@@ -7,7 +7,7 @@ The public API::
                                overrides=["train.iterations=5"])
     result = agentrl.train(cfg)
 
-Custom envs follow the contract in :mod:`agentrl.envs`; custom algorithms subclass
+Custom envs follow the contract in :mod:`agentrl.envs.contract`; custom algorithms subclass
 :class:`agentrl.algorithms.Algorithm` and call :func:`register_algorithm`.
 Names are imported lazily so that ``agentrl --help`` does not pay for torch and transformers.
 """
@@ -22,11 +22,11 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "AlgoConfig": "agentrl.algorithms", "Algorithm": "agentrl.algorithms",
     "ClippedPolicyGradient": "agentrl.algorithms", "register_algorithm": "agentrl.algorithms",
-    "EnvConfig": "agentrl.config", "ModelConfig": "agentrl.config", "RunConfig": "agentrl.config",
-    "TrainConfig": "agentrl.config", "build_config": "agentrl.config",
-    "RolloutConfig": "agentrl.rollout", "check_text_env": "agentrl.envs", "make_env": "agentrl.envs",
-    "text_space": "agentrl.envs", "UserError": "agentrl.errors", "RunResult": "agentrl.trainer",
-    "Trainer": "agentrl.trainer", "train": "agentrl.trainer",
+    "EnvConfig": "agentrl.training.config", "ModelConfig": "agentrl.training.config", "RunConfig": "agentrl.training.config",
+    "TrainConfig": "agentrl.training.config", "build_config": "agentrl.training.config",
+    "RolloutConfig": "agentrl.rollout.engine", "check_text_env": "agentrl.envs.contract", "make_env": "agentrl.envs.contract",
+    "text_space": "agentrl.envs.contract", "UserError": "agentrl.errors", "RunResult": "agentrl.training.trainer",
+    "Trainer": "agentrl.training.trainer", "train": "agentrl.training.trainer",
 }
 
 __all__ = [*_EXPORTS, "__version__"]

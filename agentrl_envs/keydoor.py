@@ -162,7 +162,7 @@ class KeyDoorEnv(gym.Env):
         return actions
 
     def data_fingerprint(self) -> dict[str, Any]:
-        """What decides the tasks (agentrl.fingerprint): layouts are drawn from the seed plus the
+        """What decides the tasks (agentrl.rundir.fingerprint): layouts are drawn from the seed plus the
         split's offset, with ``n_rooms`` rooms; the digest covers those and the layout code."""
         import hashlib
         import inspect

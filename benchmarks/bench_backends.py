@@ -79,12 +79,12 @@ def main() -> None:
 
     import torch
 
-    from agentrl.action_format import ActionFormat
     from agentrl.backends.base import SamplingParams
-    from agentrl.build import load_for_training, stop_ids
-    from agentrl.config import ModelConfig
-    from agentrl.constrained import ConstraintBuilder
-    from agentrl.prompting import end_of_turn_id
+    from agentrl.rollout.action_format import ActionFormat
+    from agentrl.rollout.constrained import ConstraintBuilder
+    from agentrl.rollout.prompting import end_of_turn_id
+    from agentrl.training.compose import load_for_training, stop_ids
+    from agentrl.training.config import ModelConfig
 
     loaded = load_for_training(ModelConfig(name="embedded"), reserve_values=True)
     model, tokenizer, value_tokens = loaded.model, loaded.tokenizer, loaded.value_tokens

@@ -32,8 +32,8 @@ def choose(rng: random.Random, info: dict) -> str:
 
 
 def bench_pool(factory, envs: int, workers: int, turns: int, seed: int) -> dict:
-    from agentrl.env_workers import EnvWorkerPool
-    from agentrl.rollout import EnvPool
+    from agentrl.envs.workers import EnvWorkerPool
+    from agentrl.rollout.engine import EnvPool
 
     start = time.perf_counter()
     pool = EnvWorkerPool(factory, workers) if workers else EnvPool(factory)
@@ -65,10 +65,10 @@ def bench_pool(factory, envs: int, workers: int, turns: int, seed: int) -> dict:
 
 def bench_rollout(env_cfg, envs: int, workers: int, seed: int) -> dict:
     from agentrl.backends.hf import HFBackend
-    from agentrl.build import env_factory, load_for_training, make_engine, stop_ids
-    from agentrl.config import ModelConfig
-    from agentrl.policy import Policy
-    from agentrl.rollout import RolloutConfig, Task
+    from agentrl.models.policy import Policy
+    from agentrl.rollout.engine import RolloutConfig, Task
+    from agentrl.training.compose import env_factory, load_for_training, make_engine, stop_ids
+    from agentrl.training.config import ModelConfig
 
     loaded = load_for_training(ModelConfig(name="tiny"), reserve_values=True)
     policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens)
@@ -99,8 +99,8 @@ def main() -> None:
     parser.add_argument("--skip-rollout", action="store_true")
     args = parser.parse_args()
 
-    from agentrl.build import env_factory
-    from agentrl.config import EnvConfig
+    from agentrl.training.compose import env_factory
+    from agentrl.training.config import EnvConfig
 
     env_cfg = EnvConfig(id="webshop", kwargs={"transport": args.transport,
                                                "num_products": args.num_products})

@@ -48,12 +48,12 @@ def run_one(name: str, turns: int, tokens: int, micro_tokens: int) -> dict:
     import torch
 
     from agentrl.algorithms import get_algorithm
-    from agentrl.build import load_for_training
-    from agentrl.config import ModelConfig
-    from agentrl.metrics import PhaseTimer, reset_peak_memory
-    from agentrl.offload import autocast
-    from agentrl.policy import Policy
-    from agentrl.trajectory import Trajectory, Turn
+    from agentrl.models.policy import Policy
+    from agentrl.parallel.offload import autocast
+    from agentrl.rollout.trajectory import Trajectory, Turn
+    from agentrl.rundir.metrics import PhaseTimer, reset_peak_memory
+    from agentrl.training.compose import load_for_training
+    from agentrl.training.config import ModelConfig
 
     spec = CONFIGS[name]
     model_cfg = ModelConfig(name="embedded", **spec.get("model", {}))

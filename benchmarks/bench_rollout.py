@@ -24,10 +24,10 @@ import time
 
 import torch
 
-from agentrl.build import env_factory, load_for_training, make_backend, make_engine
-from agentrl.config import build_config
-from agentrl.policy import Policy
-from agentrl.rollout import Task
+from agentrl.models.policy import Policy
+from agentrl.rollout.engine import Task
+from agentrl.training.compose import env_factory, load_for_training, make_backend, make_engine
+from agentrl.training.config import build_config
 
 
 def main() -> None:

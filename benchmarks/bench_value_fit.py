@@ -7,7 +7,7 @@
     python benchmarks/bench_value_fit.py --probe chain-d1 --episodes 256 --model tiny \
         --sapo-full 1e-2:1e-2:1:tanh --ppo-full 1e-2:1e-2 --out docs/results/value-fit/chain-d1
 
-Every readout is trained on the value objective alone (agentrl/value_fit.py) and scored by its
+Every readout is trained on the value objective alone (agentrl/bench/value_fit.py) and scored by its
 explained variance on held-out episodes (split by task) against the Monte-Carlo return, beside a
 ridge probe on the frozen features (the linear ceiling of a head-only readout) and a turn-index +
 task-type baseline, computed on the same split in the same run. The forward passes of the head-only
@@ -62,8 +62,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def records_config(paths: list[Path]):
     """The config of the run(s) that wrote ``paths`` (RUN/eval/*.jsonl or RUN/samples/*.jsonl);
     every file must come from runs that agree on env and rollout."""
-    from agentrl.config import build_config
     from agentrl.errors import UserError
+    from agentrl.training.config import build_config
 
     configs = {}
     for path in paths:
@@ -94,11 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     hf_logging.set_verbosity_error()
     import torch
 
-    from agentrl import value_fit as vf
     from agentrl.algorithms.ppo import PPOConfig
     from agentrl.algorithms.sapo import SAPOConfig
-    from agentrl.build import env_factory, make_backend, make_engine
+    from agentrl.bench import value_fit as vf
     from agentrl.envs import r_max as env_r_max
+    from agentrl.training.compose import env_factory, make_backend, make_engine
 
     torch.manual_seed(args.seed)
     t0 = time.perf_counter()

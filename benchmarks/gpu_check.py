@@ -71,7 +71,7 @@ def build_model_folder(shape: str, folder: Path, device: str) -> Path:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from agentrl.models import load_tokenizer, resolve_model
+    from agentrl.models.loading import load_tokenizer, resolve_model
 
     tokenizer = load_tokenizer(resolve_model("tiny"))
     config = Qwen2Config(**SHAPES[shape], bos_token_id=tokenizer.bos_token_id,
@@ -110,8 +110,8 @@ def overrides_for(spec: dict, dry_run: bool) -> list[str]:
 def run_one(spec: dict) -> dict:
     """Train ``spec`` (shape, algo, env, model folder) for two iterations; the warm iteration's
     phase times, peak CUDA memory and vLLM sleep/wake times."""
-    from agentrl.config import build_config
-    from agentrl.trainer import train
+    from agentrl.training.config import build_config
+    from agentrl.training.trainer import train
 
     overrides = overrides_for(spec, spec["dry_run"])
     if spec["dry_run"]:  # ignore the engine's own backend choice: the dry run is transformers

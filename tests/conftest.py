@@ -13,7 +13,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def tokenizer():
     from transformers.utils import logging as hf_logging
 
-    from agentrl.models import load_tokenizer, resolve_model
+    from agentrl.models.loading import load_tokenizer, resolve_model
 
     hf_logging.disable_progress_bar()
     return load_tokenizer(resolve_model("tiny"))
@@ -29,7 +29,7 @@ def fresh_tokenizer(tokenizer):
 
 @pytest.fixture
 def tiny_model(tokenizer):
-    from agentrl.models import build_tiny_model
+    from agentrl.models.loading import build_tiny_model
 
     return build_tiny_model(len(tokenizer), seed=0)
 

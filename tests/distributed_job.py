@@ -41,8 +41,8 @@ class CoinEnv(gym.Env):
 
 
 def main() -> None:
-    from agentrl.config import build_config
-    from agentrl.trainer import train
+    from agentrl.training.config import build_config
+    from agentrl.training.trainer import train
 
     gym.register("agentrl-test/Coin-v0", entry_point=CoinEnv)
     run_dir = sys.argv[1]

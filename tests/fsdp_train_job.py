@@ -17,8 +17,8 @@ def main() -> None:
     import gymnasium as gym
     from distributed_job import CoinEnv
 
-    from agentrl.config import build_config
-    from agentrl.trainer import train
+    from agentrl.training.config import build_config
+    from agentrl.training.trainer import train
 
     gym.register("agentrl-test/Coin-v0", entry_point=CoinEnv)
     run_dir = sys.argv[1]
@@ -32,8 +32,7 @@ def main() -> None:
         "algorithm.lr=1e-3", "algorithm.minibatch_turns=4", "algorithm.epochs=2",
         "algorithm.micro_batch_tokens=256", "algorithm.kl_coef=0.01",
     ] + [arg for arg in sys.argv[2:] if not arg.startswith("--")]
-    from agentrl import distributed
-
+    from agentrl.parallel import distributed
     distributed.init_from_env("cpu")  # one process group for every run (the trainer then keeps it)
     for algo in algos.split(","):
         config = build_config(algo=algo, env="agentrl-test/Coin-v0", model="tiny",

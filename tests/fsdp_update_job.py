@@ -26,8 +26,8 @@ import torch
 
 
 def _trajectory(rng: random.Random, k: int, turns: int, constrained: bool, vocab: int):
-    from agentrl.constrained import AllowedTokens
-    from agentrl.trajectory import Trajectory, Turn
+    from agentrl.models.allowed import AllowedTokens
+    from agentrl.rollout.trajectory import Trajectory, Turn
 
     traj = Trajectory(task_seed=k, group=k // 2, task=f"task {k}")
     for t in range(turns):
@@ -51,8 +51,7 @@ def global_batch(vocab: int) -> list:
 
 
 def main() -> None:
-    from agentrl import distributed
-
+    from agentrl.parallel import distributed
     out, algos, parallels = Path(sys.argv[1]), sys.argv[2].split(","), sys.argv[3].split(",")
     options = dict(arg.split("=", 1) for arg in sys.argv[4:])
     distributed.init_from_env("cpu")
@@ -63,12 +62,12 @@ def main() -> None:
 
 
 def run_one(path: Path, algo_name: str, parallel: str, options: dict[str, str]) -> None:
-    from agentrl import distributed
     from agentrl.algorithms import get_algorithm
-    from agentrl.metrics import PhaseTimer
-    from agentrl.models import build_tiny_model, load_tokenizer, resolve_model
-    from agentrl.policy import Policy
-    from agentrl.value_tokens import reserve_value_tokens
+    from agentrl.models.loading import build_tiny_model, load_tokenizer, resolve_model
+    from agentrl.models.policy import Policy
+    from agentrl.models.value_tokens import reserve_value_tokens
+    from agentrl.parallel import distributed
+    from agentrl.rundir.metrics import PhaseTimer
 
     rank, world = distributed.rank(), distributed.world_size()
     torch.manual_seed(0)
@@ -86,7 +85,7 @@ def run_one(path: Path, algo_name: str, parallel: str, options: dict[str, str]) 
         settings["critic_lr"] = 1e-3
     algorithm = algo_cls(algo_cls.config_class(**settings), policy, r_max=2.0, seed=5)
     if parallel == "fsdp":
-        from agentrl.fsdp import shard_algorithm
+        from agentrl.parallel.fsdp import shard_algorithm
 
         shard_algorithm(algorithm)
 
@@ -99,7 +98,7 @@ def run_one(path: Path, algo_name: str, parallel: str, options: dict[str, str]) 
         mine = [t for t in batch if t.group % world == rank] if world > 1 else batch
     metrics = algorithm.update(mine, PhaseTimer())
 
-    from agentrl.fsdp import full_weights, is_dtensor
+    from agentrl.parallel.fsdp import full_weights, is_dtensor
 
     def whole(module: torch.nn.Module) -> tuple[dict, dict]:
         grads = {}

@@ -1,4 +1,4 @@
-"""The env declares which turns are invalid; the rollout engine applies it (agentrl.action_validity)."""
+"""The env declares which turns are invalid; the rollout engine applies it (agentrl.rollout.action_validity)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import pickle
 
 import gymnasium as gym
 
-from agentrl.action_format import ActionFormat
 from agentrl.backends.base import Generation
 from agentrl.envs import text_space
-from agentrl.prompting import PromptBuilder
-from agentrl.rollout import EnvPool, RolloutConfig, RolloutEngine, Task
+from agentrl.rollout.action_format import ActionFormat
+from agentrl.rollout.engine import EnvPool, RolloutConfig, RolloutEngine, Task
+from agentrl.rollout.prompting import PromptBuilder
 from agentrl_envs.alfworld.protocol import normalize_command
 
 REPLIES = [

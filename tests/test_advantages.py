@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from agentrl.advantages import gae, group_advantages, normalize, sarsa_targets, token_level_gae
+from agentrl.algorithms.advantages import (
+    gae,
+    group_advantages,
+    normalize,
+    sarsa_targets,
+    token_level_gae,
+)
 
 REWARDS = [0.0, 0.0, 1.0]
 VALUES = [0.5, 0.6, 0.8]

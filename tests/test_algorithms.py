@@ -8,18 +8,18 @@ import torch
 
 from agentrl.algorithms import GRPO, PPO, SAPO, GRPOConfig, PPOConfig, SAPOConfig
 from agentrl.backends.hf import HFBackend
-from agentrl.build import env_factory, make_engine
-from agentrl.config import EnvConfig, RolloutConfig
-from agentrl.metrics import PhaseTimer
-from agentrl.policy import Policy, ScoreItem
-from agentrl.rollout import Task
-from agentrl.value_tokens import reserve_value_tokens
+from agentrl.models.policy import Policy, ScoreItem
+from agentrl.models.value_tokens import reserve_value_tokens
+from agentrl.rollout.engine import Task
+from agentrl.rundir.metrics import PhaseTimer
+from agentrl.training.compose import env_factory, make_engine
+from agentrl.training.config import EnvConfig, RolloutConfig
 
 
 @pytest.fixture(scope="module")
 def episodes():
     """A few real KeyDoor trajectories from a tiny model (constrained, some truncated)."""
-    from agentrl.models import build_tiny_model, load_tokenizer, resolve_model
+    from agentrl.models.loading import build_tiny_model, load_tokenizer, resolve_model
 
     tok = load_tokenizer(resolve_model("tiny"))
     model = build_tiny_model(len(tok), seed=0)

@@ -122,8 +122,7 @@ def test_generation_copy_in_another_dtype_follows_sync(tiny_model, tokenizer):
 def test_auto_generation_dtype_takes_bf16_only_where_the_cpu_has_it(monkeypatch):
     """bf16 is emulated on AVX2-only CPUs (3-5x slower than fp32 there, docs/benchmarks.md):
     ``auto`` copies to bf16 for generation only on CPUs with native bf16."""
-    from agentrl import build
-
+    from agentrl.training import compose as build
     cpu, fp32, bf16 = torch.device("cpu"), torch.float32, torch.bfloat16
     monkeypatch.setattr(build, "cpu_has_native_bf16", lambda: False)
     assert build.generation_dtype("auto", fp32, cpu) == fp32
@@ -138,8 +137,8 @@ def test_trainer_close_releases_the_generation_copy(tmp_path, monkeypatch):
     """Whoever makes a backend closes it: the trainer's close gives back the bf16 generation copy
     (a vLLM engine's memory goes the same way, tests/test_vllm_backend.py), and leaves the
     policy's own model alone."""
-    import agentrl.trainer as trainer_module
-    from agentrl.config import build_config
+    import agentrl.training.trainer as trainer_module
+    from agentrl.training.config import build_config
 
     made: list[HFBackend] = []
     real = trainer_module.make_backend

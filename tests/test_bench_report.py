@@ -19,8 +19,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from agentrl.config import build_config, save_yaml
 from agentrl.errors import UserError
+from agentrl.training.config import build_config, save_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = ("pick_and_place", "look_at_obj_in_light")
@@ -497,7 +497,7 @@ def test_report_says_what_is_missing(tmp_path):
 def test_the_machine_names_the_cpu_features_that_choose_its_numeric_path(tmp_path):
     """Two Intel Xeons with one model name, with and without AMX, break greedy near-ties
     differently on the same weights: the recorded machine (and the report's line) says which."""
-    from agentrl.reporting.machine import cpu_isa, machine_line
+    from agentrl.rundir.machine import cpu_isa, machine_line
 
     with_amx, without = tmp_path / "amx", tmp_path / "plain"
     with_amx.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n")
@@ -545,9 +545,9 @@ def test_run_dates_and_machines_span_every_session_that_trained_the_run(tmp_path
     """The comparison's own history: session 1 (Intel, killed, never 'finished') trained sapo to
     the end, was killed inside ppo and never reached grpo; session 2 (AMD, killed too) skipped
     sapo, resumed ppo to the end and was killed inside grpo. Only session 2 wrote run times."""
-    from agentrl.reporting.document import _run_dates
     from agentrl.reporting.report import build_report
     from agentrl.reporting.runs import load_run
+    from agentrl.reporting.setup import _run_dates
 
     runs = write_synthetic_runs(tmp_path / "bench")
     sapo, ppo, grpo = (runs / algo / "seed0" for algo in ("sapo", "ppo", "grpo"))
@@ -674,7 +674,7 @@ def test_the_starting_model_is_described_from_its_sft_record_and_sft_settings_ar
 def test_bench_manifest_records_each_runs_own_start_and_end(tmp_path):
     from types import SimpleNamespace
 
-    from agentrl.comparison import Manifest
+    from agentrl.bench.supervise import Manifest
 
     planned = [SimpleNamespace(algo=a, seed=0, run_dir=tmp_path / a / "seed0", action="fresh")
                for a in ("sapo", "ppo")]
@@ -803,7 +803,7 @@ def test_bench_per_algorithm_setting_errors(tmp_path):
 
 def test_per_algorithm_settings_reach_only_their_runs(tmp_path):
     """Each algorithm's own rate, one shared setting: SAPO 3e-5, PPO 1e-5, GRPO the shared 2e-6."""
-    from agentrl.comparison import plan_bench
+    from agentrl.bench.plan import plan_bench
 
     plan = plan_bench(
         ["sapo", "ppo", "grpo"], tmp_path / "out", env="keydoor", model="tiny",
@@ -823,7 +823,7 @@ def test_per_algorithm_settings_reach_only_their_runs(tmp_path):
 
 
 def test_plan_is_like_for_like(tmp_path):
-    from agentrl.comparison import plan_bench
+    from agentrl.bench.plan import plan_bench
 
     plan = plan_bench(
         ["sapo", "ppo", "grpo"],
@@ -863,7 +863,7 @@ def test_plan_is_like_for_like(tmp_path):
 
 
 def test_existing_runs_are_skipped_resumed_extended_or_refused(tmp_path):
-    from agentrl.comparison import plan_bench
+    from agentrl.bench.plan import plan_bench
 
     out = tmp_path / "out"
 
@@ -1047,7 +1047,7 @@ CONFIGS = sorted((ROOT / "benchmarks" / "configs").glob("paper_*.yaml")) + sorte
 
 def _plan_from_command(command: str, out: Path):
     """Plan (not run) the bench a header command asks for, with its own options."""
-    from agentrl.comparison import parse_algos, plan_bench
+    from agentrl.bench.plan import parse_algos, plan_bench
 
     argv = shlex.split(command)
     assert argv[:2] == ["agentrl", "bench"]
@@ -1132,7 +1132,7 @@ def test_bench_stops_at_its_time_limit_with_a_checkpoint_and_resumes_there(tmp_p
 
 
 def test_a_run_in_its_own_process_brings_a_user_error_back_as_one_sentence(tmp_path):
-    from agentrl.run_process import run_isolated
+    from agentrl.bench.process import run_isolated
 
     cfg = build_config(algo="sapo", env="keydoor", model="./no-such-model",
                        overrides=[f"train.run_dir={tmp_path / 'run'}", "train.iterations=1"])

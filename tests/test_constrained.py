@@ -4,12 +4,12 @@ import math
 
 import torch
 
-from agentrl.action_format import ActionFormat
 from agentrl.backends.base import SamplingParams
 from agentrl.backends.hf import HFBackend
-from agentrl.constrained import ConstraintBuilder
 from agentrl.envs import is_admissible
-from agentrl.policy import Policy, ScoreItem
+from agentrl.models.policy import Policy, ScoreItem
+from agentrl.rollout.action_format import ActionFormat
+from agentrl.rollout.constrained import ConstraintBuilder
 
 EOT = 2
 ADMISSIBLE = ["go to cabinet 1", "go to cabinet 10", "go to countertop 2", "take apple 1 from cabinet 1",

@@ -6,14 +6,14 @@ import copy
 import gymnasium as gym
 import pytest
 
-from agentrl.action_format import ActionFormat
 from agentrl.backends.hf import HFBackend
-from agentrl.constrained import ConstraintBuilder
-from agentrl.conversation import ConversationBuilder, turn_delta
 from agentrl.envs import text_space
 from agentrl.errors import UserError
-from agentrl.prompting import PromptBuilder, end_of_turn_id
-from agentrl.rollout import EnvPool, RolloutConfig, RolloutEngine, Task
+from agentrl.rollout.action_format import ActionFormat
+from agentrl.rollout.constrained import ConstraintBuilder
+from agentrl.rollout.conversation import ConversationBuilder, turn_delta
+from agentrl.rollout.engine import EnvPool, RolloutConfig, RolloutEngine, Task
+from agentrl.rollout.prompting import PromptBuilder, end_of_turn_id
 
 #: Qwen2.5's chat template without the tool branches (the parts a plain chat renders).
 QWEN25_TEMPLATE = (
@@ -170,10 +170,10 @@ def test_a_run_in_conversation_mode_logs_scored_unique_and_prefilled_tokens(tmp_
 
 
 def test_conversation_demos_are_the_growing_chat_and_sft_reads_them(tmp_path, tokenizer):
-    from agentrl.build import conversation_builder, env_factory, prompt_builder
-    from agentrl.config import EnvConfig
-    from agentrl.demos import read_demos, record_demos
-    from agentrl.sft import IGNORE, make_examples
+    from agentrl.rollout.demos import read_demos, record_demos
+    from agentrl.training.compose import conversation_builder, env_factory, prompt_builder
+    from agentrl.training.config import EnvConfig
+    from agentrl.training.sft import IGNORE, make_examples
 
     cfg = RolloutConfig(history="conversation")
     make = env_factory(EnvConfig(id="keydoor", kwargs={"n_rooms": 4}), "train")
@@ -201,11 +201,11 @@ def test_sft_trains_a_conversation_episode_as_one_sequence_with_the_per_turn_gra
 
     import torch
 
-    from agentrl.build import conversation_builder, env_factory, prompt_builder
-    from agentrl.config import EnvConfig
-    from agentrl.demos import read_demos, record_demos
-    from agentrl.policy import Policy
-    from agentrl.sft import batch_plan, make_examples, sft_loss, training_units, unit_loss
+    from agentrl.models.policy import Policy
+    from agentrl.rollout.demos import read_demos, record_demos
+    from agentrl.training.compose import conversation_builder, env_factory, prompt_builder
+    from agentrl.training.config import EnvConfig
+    from agentrl.training.sft import batch_plan, make_examples, sft_loss, training_units, unit_loss
 
     make = env_factory(EnvConfig(id="keydoor", kwargs={"n_rooms": 4}), "train")
     units_of = {}

@@ -113,8 +113,8 @@ def test_backend_choice_respects_what_vllm_can_run() -> None:
     import pytest
 
     from agentrl.backends.fit import vllm_unfit_reason
-    from agentrl.build import choose_backend
     from agentrl.errors import UserError
+    from agentrl.training.compose import choose_backend
 
     tiny = SimpleNamespace(hidden_size=64, num_attention_heads=4)
     smollm = SimpleNamespace(hidden_size=576, num_attention_heads=9)
@@ -129,8 +129,8 @@ def test_backend_choice_respects_what_vllm_can_run() -> None:
 def test_an_env_factory_carries_only_the_modules_its_env_needs(tmp_path: Path, monkeypatch) -> None:
     """Env workers import the factory's modules in a fresh process: a module another run imported
     earlier in this process (its folder no longer on the path) must not travel with KeyDoor's."""
-    from agentrl.build import env_factory
-    from agentrl.config import EnvConfig
+    from agentrl.training.compose import env_factory
+    from agentrl.training.config import EnvConfig
 
     _write_module(tmp_path, "otherwords", "mylab/OtherWords-v0")
     with monkeypatch.context() as patch:

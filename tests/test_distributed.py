@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from agentrl.distributed import merge_records, split_groups
-from agentrl.rollout import Task
+from agentrl.parallel.distributed import merge_records, split_groups
+from agentrl.rollout.engine import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "distributed_job.py"
@@ -64,8 +64,8 @@ def test_torchrun_two_ranks_match_one_process(tmp_path):
 
     after_single, after_dist = _weights(single, 1), _weights(dist, 1)
     # the first update moved the weights by ~lr...
-    from agentrl.models import build_tiny_model, load_tokenizer, resolve_model
-    from agentrl.value_tokens import reserve_value_tokens
+    from agentrl.models.loading import build_tiny_model, load_tokenizer, resolve_model
+    from agentrl.models.value_tokens import reserve_value_tokens
 
     tokenizer = load_tokenizer(resolve_model("tiny"))
     initial = build_tiny_model(len(tokenizer), seed=3)

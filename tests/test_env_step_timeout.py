@@ -10,10 +10,10 @@ import time
 import gymnasium as gym
 import pytest
 
-from agentrl.env_step_timeout import DeadlineRunner, EnvStepTimeout
-from agentrl.env_workers import EnvWorkerPool
 from agentrl.envs import text_space
-from agentrl.rollout import EnvPool, RolloutConfig
+from agentrl.envs.step_timeout import DeadlineRunner, EnvStepTimeout
+from agentrl.envs.workers import EnvWorkerPool
+from agentrl.rollout.engine import EnvPool, RolloutConfig
 
 
 class SleepyEnv(gym.Env):
@@ -137,11 +137,11 @@ class StuckOnSeedEnv(SleepyEnv):
 
 
 def test_the_rollout_engine_truncates_the_hung_episode_and_goes_on(tiny_model, tokenizer):
-    from agentrl.action_format import ActionFormat
     from agentrl.backends.hf import HFBackend
-    from agentrl.constrained import ConstraintBuilder
-    from agentrl.prompting import PromptBuilder
-    from agentrl.rollout import RolloutEngine, Task
+    from agentrl.rollout.action_format import ActionFormat
+    from agentrl.rollout.constrained import ConstraintBuilder
+    from agentrl.rollout.engine import RolloutEngine, Task
+    from agentrl.rollout.prompting import PromptBuilder
 
     config = RolloutConfig(max_new_tokens=8, history_window=1, action_mode="constrained",
                            env_step_timeout_s=0.5)

@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from agentrl.build import EnvMaker, env_factory, make_engine
-from agentrl.config import EnvConfig
-from agentrl.env_workers import EnvWorkerError, EnvWorkerPool
-from agentrl.policy import Policy
-from agentrl.rollout import EnvPool, RolloutConfig, Task
+from agentrl.envs.workers import EnvWorkerError, EnvWorkerPool
+from agentrl.models.policy import Policy
+from agentrl.rollout.engine import EnvPool, RolloutConfig, Task
+from agentrl.training.compose import EnvMaker, env_factory, make_engine
+from agentrl.training.config import EnvConfig
 
 
 class _Fails:
@@ -33,7 +33,7 @@ def _episodes(result):
 
 def test_workers_play_the_same_episodes_as_in_process_envs(tiny_model, tokenizer):
     from agentrl.backends.hf import HFBackend
-    from agentrl.build import stop_ids
+    from agentrl.training.compose import stop_ids
 
     policy = Policy(tiny_model, tokenizer)
     factory = env_factory(EnvConfig(id="keydoor", kwargs={"n_rooms": 3, "max_steps": 5}), "train")

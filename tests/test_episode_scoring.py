@@ -10,20 +10,20 @@ import torch
 
 from agentrl.algorithms import GRPO, PPO, SAPO, GRPOConfig, PPOConfig, SAPOConfig, TurnBatch
 from agentrl.backends.hf import HFBackend
-from agentrl.build import apply_lora, env_factory, make_engine
-from agentrl.config import EnvConfig, ModelConfig, RolloutConfig
-from agentrl.metrics import PhaseTimer
-from agentrl.policy import Policy
-from agentrl.prompting import end_of_turn_id
-from agentrl.rollout import Task
-from agentrl.value_tokens import reserve_value_tokens
+from agentrl.models.policy import Policy
+from agentrl.models.value_tokens import reserve_value_tokens
+from agentrl.rollout.engine import Task
+from agentrl.rollout.prompting import end_of_turn_id
+from agentrl.rundir.metrics import PhaseTimer
+from agentrl.training.compose import apply_lora, env_factory, make_engine
+from agentrl.training.config import EnvConfig, ModelConfig, RolloutConfig
 
 ALGOS = {"sapo": (SAPO, SAPOConfig, {}), "ppo": (PPO, PPOConfig, {}),
          "ppo-token": (PPO, PPOConfig, {"gae_level": "token"}), "grpo": (GRPO, GRPOConfig, {"group_size": 2})}
 
 
 def _play(action_mode: str):
-    from agentrl.models import build_tiny_model, load_tokenizer, resolve_model
+    from agentrl.models.loading import build_tiny_model, load_tokenizer, resolve_model
 
     tok = load_tokenizer(resolve_model("tiny"))
     model = build_tiny_model(len(tok), seed=0)

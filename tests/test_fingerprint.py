@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 import agentrl_envs  # noqa: F401  (registers the ids)
 from agentrl.cli import app
-from agentrl.config import build_config
-from agentrl.fingerprint import FILE, collect, coverage_note, describe, digest, for_config
+from agentrl.rundir.fingerprint import FILE, collect, coverage_note, describe, digest
+from agentrl.training.config import build_config
+from agentrl.training.fingerprints import for_config
 
 runner = CliRunner()
 TINY = ["--model", "tiny", "--set", "rollout.action_mode=constrained",

@@ -7,7 +7,7 @@
   1e-5 absolute (measured ~6e-7 on gradients of size ~0.3), parameters within 1e-4 (Adam's first
   step moves a weight by ~lr = 1e-3; measured ~8e-6).
 * Ranks with 3 and 7 turns (``minibatch_turns`` 2: 2 and 4 optimizer steps of their own) finish
-  the update in step, with and without FSDP; before agentrl.step_plan this hung.
+  the update in step, with and without FSDP; before agentrl.algorithms.lockstep this hung.
 """
 
 from __future__ import annotations
@@ -156,8 +156,8 @@ def test_fsdp_checkpoint_resumes_exactly_and_exports_a_transformers_folder(tmp_p
     (["train.parallel=fsdp", "model.reference_offload=true"], "reference_offload"),
 ])
 def test_parallel_setting_is_checked_when_the_config_is_built(overrides, words):
-    from agentrl.config import build_config
     from agentrl.errors import UserError
+    from agentrl.training.config import build_config
 
     with pytest.raises(UserError, match=words):
         build_config(algo="sapo", env="keydoor", model="tiny", overrides=overrides)
@@ -166,9 +166,9 @@ def test_parallel_setting_is_checked_when_the_config_is_built(overrides, words):
 def test_fsdp_needs_torchrun():
     from agentrl.algorithms import SAPO, SAPOConfig
     from agentrl.errors import UserError
-    from agentrl.fsdp import shard_algorithm
-    from agentrl.models import build_tiny_model, load_tokenizer, resolve_model
-    from agentrl.policy import Policy
+    from agentrl.models.loading import build_tiny_model, load_tokenizer, resolve_model
+    from agentrl.models.policy import Policy
+    from agentrl.parallel.fsdp import shard_algorithm
 
     tok = load_tokenizer(resolve_model("tiny"))
     algo = SAPO(SAPOConfig(kl_coef=0.0), Policy(build_tiny_model(len(tok)), tok), r_max=1.0)

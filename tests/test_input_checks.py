@@ -14,12 +14,19 @@ from typer.testing import CliRunner
 
 from agentrl.algorithms import algorithm_names, get_algorithm
 from agentrl.cli import app
-from agentrl.config import RANGES, EnvConfig, ModelConfig, SFTConfig, TrainConfig, build_config
 from agentrl.errors import UserError
-from agentrl.model_files import check_model_folder
-from agentrl.rollout import RolloutConfig
-from agentrl.trainer import task_seeds
-from agentrl.yaml_input import parse_yaml
+from agentrl.models.files import check_model_folder
+from agentrl.rollout.engine import RolloutConfig
+from agentrl.rundir.yaml_input import parse_yaml
+from agentrl.training.config import (
+    RANGES,
+    EnvConfig,
+    ModelConfig,
+    SFTConfig,
+    TrainConfig,
+    build_config,
+)
+from agentrl.training.trainer import task_seeds
 
 
 @pytest.fixture(autouse=True)
@@ -203,9 +210,9 @@ def test_env_errors_truncate_ends_only_that_episode_and_counts_it(tmp_path: Path
 
 
 def test_env_errors_truncate_records_the_episode_as_truncated(tmp_path: Path, monkeypatch) -> None:
-    from agentrl.build import env_factory
-    from agentrl.env_errors import RAISED_KEY
-    from agentrl.rollout import EnvPool
+    from agentrl.envs.failures import RAISED_KEY
+    from agentrl.rollout.engine import EnvPool
+    from agentrl.training.compose import env_factory
 
     env_id = "flaky/Pool-v0"
     (tmp_path / "flaky_pool.py").write_text(FLAKY_ENV.format(env_id=env_id))
@@ -267,9 +274,9 @@ def test_the_ranges_table_in_the_docs_is_up_to_date() -> None:
 
 @pytest.mark.parametrize("mode", ["stop", "truncate"])
 def test_env_errors_apply_inside_env_workers(tmp_path: Path, monkeypatch, mode: str) -> None:
-    from agentrl.build import env_factory
-    from agentrl.env_errors import RAISED_KEY, EnvCallFailed
-    from agentrl.env_workers import EnvWorkerPool
+    from agentrl.envs.failures import RAISED_KEY, EnvCallFailed
+    from agentrl.envs.workers import EnvWorkerPool
+    from agentrl.training.compose import env_factory
 
     env_id = f"flaky/Workers{mode.title()}-v0"
     module = f"flaky_workers_{mode}"

@@ -8,15 +8,15 @@ import copy
 import pytest
 import torch
 
-from agentrl.build import apply_lora
-from agentrl.config import ModelConfig
-from agentrl.lora import (
+from agentrl.models.lora import (
     is_adapter_checkpoint,
     merge,
     merged_state_dict,
 )
-from agentrl.policy import Policy, ScoreItem
-from agentrl.value_tokens import reserve_value_tokens
+from agentrl.models.policy import Policy, ScoreItem
+from agentrl.models.value_tokens import reserve_value_tokens
+from agentrl.training.compose import apply_lora
+from agentrl.training.config import ModelConfig
 
 ITEMS = [ScoreItem([5, 6, 7, 8], [9, 10, 11]), ScoreItem([12, 13], [14])]
 
@@ -71,7 +71,7 @@ def test_lean_forward_sees_adapters_and_trained_value_rows(tiny_model, fresh_tok
 def test_reference_is_the_base_with_adapters_disabled(tiny_model, fresh_tokenizer):
     from agentrl.algorithms import get_algorithm
     from agentrl.algorithms.base import TurnBatch
-    from agentrl.trajectory import Trajectory, Turn
+    from agentrl.rollout.trajectory import Trajectory, Turn
 
     model, base, value_tokens = _adapted(tiny_model, fresh_tokenizer)
     policy = Policy(model, fresh_tokenizer, value_tokens)
@@ -106,8 +106,8 @@ def test_adapter_checkpoint_merges_into_a_plain_model_and_resumes(tmp_path):
     import gymnasium as gym
     from transformers import AutoModelForCausalLM
 
-    from agentrl.config import build_config
-    from agentrl.trainer import Trainer
+    from agentrl.training.config import build_config
+    from agentrl.training.trainer import Trainer
 
     if "agentrl-test/Coin-v0" not in gym.registry:
         gym.register("agentrl-test/Coin-v0", entry_point=distributed_job.CoinEnv)

@@ -6,9 +6,15 @@ import pytest
 import torch
 
 from agentrl.algorithms.base import AlgoConfig, clipped_policy_loss
+from agentrl.algorithms.losses import (
+    clipped_surrogate,
+    clipped_value_loss,
+    explained_variance,
+    k3_kl,
+    squash,
+)
 from agentrl.algorithms.sapo import SAPOConfig, sapo_value_loss
-from agentrl.losses import clipped_surrogate, clipped_value_loss, explained_variance, k3_kl, squash
-from agentrl.policy import token_logprobs
+from agentrl.models.policy import token_logprobs
 
 
 def test_clipped_surrogate_four_cases():

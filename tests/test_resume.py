@@ -1,7 +1,7 @@
 """Resume is exact, and the run directory survives a SIGKILL at any of its write points.
 
 The crashed runs are real processes killed with SIGKILL (nothing flushed, no ``finally``): the
-test hook ``AGENTRL_CRASH_AT=<point>@<iteration>`` (agentrl/durable.py) makes the CLI kill itself
+test hook ``AGENTRL_CRASH_AT=<point>@<iteration>`` (agentrl/rundir/durable.py) makes the CLI kill itself
 at a named point, so the moment of the kill is exact and the test is not a race. Every run here
 goes through ``python -m agentrl run`` in a subprocess, so the reference and the resumed runs
 compute in identically set-up processes (threads, global RNGs).
@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from agentrl.cli import app
-from agentrl.metrics import MetricsLog, read_records
-from agentrl.rundir import latest_checkpoint
+from agentrl.rundir.checkpoints import latest_checkpoint
+from agentrl.rundir.metrics import MetricsLog, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,8 +64,8 @@ def records(run_dir: Path) -> list[dict]:
 
 
 def _flat_config(run_dir: Path) -> dict:
-    from agentrl.reporting.runs import flatten
-    from agentrl.rundir import read_saved_config
+    from agentrl.rundir.checkpoints import read_saved_config
+    from agentrl.rundir.settings import flatten
 
     return flatten(read_saved_config(run_dir))
 
@@ -168,7 +168,7 @@ def test_a_valid_latest_is_followed(tmp_path):
 
 
 def test_a_cut_off_last_metrics_line_is_skipped_and_truncation_drops_it(tmp_path):
-    from agentrl.comparison import _last_record
+    from agentrl.bench.supervise import _last_record
     from agentrl.reporting.runs import load_run
 
     log = MetricsLog(tmp_path / "metrics.jsonl")
@@ -203,8 +203,8 @@ runner = CliRunner()
 def _saved_run(tmp_path: Path) -> Path:
     """A run directory holding only the config.yaml a run with :data:`SETTINGS` writes (all the
     checks read; they refuse before anything is loaded)."""
-    from agentrl.config import build_config
-    from agentrl.rundir import save_config
+    from agentrl.rundir.checkpoints import save_config
+    from agentrl.training.config import build_config
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -241,8 +241,9 @@ def test_resume_with_another_algorithm_blames_the_algorithm(tmp_path):
 
 
 def test_resume_accepts_the_same_settings_given_again(tmp_path):
-    from agentrl.config import build_config
-    from agentrl.rundir import check_resume_config, read_saved_config, resume_config
+    from agentrl.rundir.checkpoints import read_saved_config
+    from agentrl.training.config import build_config
+    from agentrl.training.resume import check_resume_config, resume_config
 
     reference = _saved_run(tmp_path)
     saved = read_saved_config(reference)
@@ -277,8 +278,8 @@ def test_vllm_reseed_restarts_the_engines_sampling_stream():
 
     from agentrl.backends.base import SamplingParams
     from agentrl.backends.vllm import VLLMBackend, VLLMOptions
-    from agentrl.build import load_for_training, stop_ids
-    from agentrl.config import ModelConfig
+    from agentrl.training.compose import load_for_training, stop_ids
+    from agentrl.training.config import ModelConfig
 
     loaded = load_for_training(ModelConfig(name="embedded"), reserve_values=True)
     backend = VLLMBackend(loaded.model, stop_ids(loaded.tokenizer, loaded.model), loaded.value_tokens.ids,

@@ -3,12 +3,12 @@
 import gymnasium as gym
 import torch
 
-from agentrl.action_format import ActionFormat
 from agentrl.backends.hf import HFBackend
-from agentrl.constrained import ConstraintBuilder
 from agentrl.envs import text_space
-from agentrl.prompting import PromptBuilder
-from agentrl.rollout import EnvPool, RolloutConfig, RolloutEngine, Task
+from agentrl.rollout.action_format import ActionFormat
+from agentrl.rollout.constrained import ConstraintBuilder
+from agentrl.rollout.engine import EnvPool, RolloutConfig, RolloutEngine, Task
+from agentrl.rollout.prompting import PromptBuilder
 
 EOT = 2
 

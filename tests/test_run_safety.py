@@ -24,10 +24,10 @@ import torch
 from typer.testing import CliRunner
 
 from agentrl.cli import app
-from agentrl.config import build_config
 from agentrl.errors import UserError
-from agentrl.metrics import read_records
-from agentrl.rundir import latest_checkpoint, read_state, resume_checkpoint
+from agentrl.rundir.checkpoints import latest_checkpoint, read_state, resume_checkpoint
+from agentrl.rundir.metrics import read_records
+from agentrl.training.config import build_config
 
 runner = CliRunner()
 
@@ -126,7 +126,7 @@ def test_an_empty_path_is_refused_and_nothing_is_written_here(tmp_path, monkeypa
 
 def test_a_run_resumes_with_notes_of_its_own_beside_it(run_copy):
     """A run is recognised by its config.yaml and fingerprint.json, not by holding nothing else."""
-    from agentrl.rundir import check_run_dir, is_run_dir
+    from agentrl.rundir.checkpoints import check_run_dir, is_run_dir
 
     (run_copy / "notes.txt").write_text("lr looked high\n")
     assert is_run_dir(run_copy)
@@ -137,7 +137,7 @@ def test_a_run_resumes_with_notes_of_its_own_beside_it(run_copy):
 def test_what_a_restart_leaves_of_a_run_may_be_trained_into(tmp_path):
     """A bench restarting a run without a checkpoint removes its config.yaml and log, leaving
     fingerprint.json: still a run's folder. A lone hand-written config.yaml is not."""
-    from agentrl.rundir import check_run_dir
+    from agentrl.rundir.checkpoints import check_run_dir
 
     folder = tmp_path / "seed0"
     folder.mkdir()
@@ -191,7 +191,7 @@ def test_a_sharded_checkpoint_index_is_read_without_running_code(tmp_path):
     with an unpickler that admits DCP's records only."""
     import torch.distributed.checkpoint as dcp
 
-    from agentrl.sharded_checkpoint import check_metadata
+    from agentrl.training.sharded_checkpoint import check_metadata
 
     sharded = tmp_path / "sharded"
     dcp.save({"model": {"w": torch.zeros(3, 2), "b": torch.ones(2, dtype=torch.bfloat16)}}, checkpoint_id=str(sharded))
@@ -217,7 +217,7 @@ def test_a_state_written_by_earlier_versions_still_loads(tmp_path):
     reads it, and the trainer turns it back into the tuple random.setstate wants."""
     import random
 
-    from agentrl.trainer import _python_rng_state
+    from agentrl.training.trainer import _python_rng_state
 
     folder = tmp_path / "iter_00001"
     folder.mkdir()
@@ -297,7 +297,7 @@ def test_a_nan_loss_mid_run_stops_it_and_latest_stays_the_good_checkpoint(tmp_pa
 def test_skip_drops_the_nan_minibatch_and_counts_it(tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from agentrl.trainer import train
+    from agentrl.training.trainer import train
 
     _nan_loss_at(monkeypatch, 2)
     run_dir = tmp_path / "run"
@@ -316,7 +316,7 @@ def test_skip_drops_the_nan_minibatch_and_counts_it(tmp_path, monkeypatch):
 def test_an_infinite_rate_mid_run_stops_before_a_checkpoint_of_inf_weights(tmp_path):
     """The config refuses ``lr: .inf``; a rate that becomes infinite in the optimizer (a scheduler,
     a plugin) is caught by the weights check after the step."""
-    from agentrl.trainer import Trainer
+    from agentrl.training.trainer import Trainer
 
     run_dir = tmp_path / "run"
     cfg = build_config(algo="grpo", env="keydoor", model="tiny",
@@ -344,8 +344,8 @@ def test_an_infinite_rate_mid_run_stops_before_a_checkpoint_of_inf_weights(tmp_p
 
 
 def test_a_full_disk_at_a_checkpoint_is_one_sentence_and_the_run_stays_resumable(tmp_path, monkeypatch):
-    from agentrl.durable import folder_bytes
-    from agentrl.trainer import Trainer
+    from agentrl.rundir.durable import folder_bytes
+    from agentrl.training.trainer import Trainer
 
     run_dir = tmp_path / "run"
     trainer = Trainer(build_config(algo="sapo", env="keydoor", model="tiny", overrides=_overrides(run_dir, 2)))
@@ -375,7 +375,7 @@ def test_a_full_disk_at_a_checkpoint_is_one_sentence_and_the_run_stays_resumable
 
 
 def test_a_full_disk_on_a_file_replacement_keeps_the_old_file(tmp_path, monkeypatch):
-    import agentrl.durable as durable
+    import agentrl.rundir.durable as durable
 
     target = tmp_path / "summary.json"
     target.write_text("old\n")

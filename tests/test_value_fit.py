@@ -1,4 +1,4 @@
-"""The value-fit benchmark's parts (agentrl/value_fit.py): returns and targets by hand, the ridge
+"""The value-fit benchmark's parts (agentrl/bench/value_fit.py): returns and targets by hand, the ridge
 reference recovering a known linear value, a replay that reproduces a played episode token for
 token, and a head-only readout that learns a value its features hold (and stays flat at rate 0)."""
 
@@ -8,15 +8,15 @@ import json
 import pytest
 import torch
 
-from agentrl import value_fit as vf
-from agentrl.advantages import gae, sarsa_targets
+from agentrl.algorithms.advantages import gae, sarsa_targets
 from agentrl.algorithms.sapo import SAPOConfig
 from agentrl.backends.hf import HFBackend
-from agentrl.build import env_factory, make_engine
-from agentrl.config import EnvConfig, RolloutConfig
-from agentrl.policy import Policy
-from agentrl.rollout import Task
-from agentrl.trajectory import Trajectory, Turn
+from agentrl.bench import value_fit as vf
+from agentrl.models.policy import Policy
+from agentrl.rollout.engine import Task
+from agentrl.rollout.trajectory import Trajectory, Turn
+from agentrl.training.compose import env_factory, make_engine
+from agentrl.training.config import EnvConfig, RolloutConfig
 
 
 def _turn(reward, terminated=False, truncated=False):

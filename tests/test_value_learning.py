@@ -23,8 +23,8 @@ from dataclasses import replace
 
 import pytest
 
-from agentrl import value_fit as vf
 from agentrl.algorithms.ppo import PPOConfig
+from agentrl.bench import value_fit as vf
 
 CUT = os.environ.get("AGENTRL_VALUE_GRADIENT") == "cut"
 STEPS = 192

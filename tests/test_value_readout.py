@@ -10,13 +10,13 @@ import torch
 
 from agentrl.algorithms import PPO, SAPO, PPOConfig, SAPOConfig
 from agentrl.algorithms.sapo import readout
+from agentrl.algorithms.value_rows import RowAdam
 from agentrl.backends.hf import HFBackend
-from agentrl.build import env_factory, make_engine
-from agentrl.config import EnvConfig, RolloutConfig
-from agentrl.policy import Policy
-from agentrl.rollout import Task
-from agentrl.value_rows import RowAdam
-from agentrl.value_tokens import ValueTokens, reserve_value_tokens, saved_readout
+from agentrl.models.policy import Policy
+from agentrl.models.value_tokens import ValueTokens, reserve_value_tokens, saved_readout
+from agentrl.rollout.engine import Task
+from agentrl.training.compose import env_factory, make_engine
+from agentrl.training.config import EnvConfig, RolloutConfig
 
 
 def test_readout_at_tau_one_quarter_is_four_times_the_logit_difference_clipped():
@@ -32,7 +32,7 @@ def test_readout_at_tau_one_quarter_is_four_times_the_logit_difference_clipped()
 @pytest.fixture(scope="module")
 def sapo_base():
     """A tiny model with its value rows, on a tokenizer of its own (reserving adds two tokens)."""
-    from agentrl.models import build_tiny_model, load_tokenizer, resolve_model
+    from agentrl.models.loading import build_tiny_model, load_tokenizer, resolve_model
 
     tok = load_tokenizer(resolve_model("tiny"))
     model = build_tiny_model(len(tok), seed=0)

@@ -2,9 +2,9 @@
 
 import torch
 
-from agentrl.models import build_tiny_model
-from agentrl.policy import Policy, ScoreItem
-from agentrl.value_tokens import ValueTokens, reserve_value_tokens
+from agentrl.models.loading import build_tiny_model
+from agentrl.models.policy import Policy, ScoreItem
+from agentrl.models.value_tokens import ValueTokens, reserve_value_tokens
 
 
 def test_reserve_adds_two_tokens_when_no_row_is_spare(tiny_model, fresh_tokenizer):

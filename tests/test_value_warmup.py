@@ -8,8 +8,8 @@ import torch
 from test_algorithms import episodes  # noqa: F401  (the module fixture of real KeyDoor episodes)
 
 from agentrl.algorithms import GRPO, PPO, SAPO, GRPOConfig, PPOConfig, SAPOConfig
-from agentrl.metrics import PhaseTimer
-from agentrl.policy import Policy
+from agentrl.models.policy import Policy
+from agentrl.rundir.metrics import PhaseTimer
 
 
 def _rewarded(trajectories):

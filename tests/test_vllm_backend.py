@@ -17,8 +17,8 @@ import torch
 
 from agentrl.backends.base import SamplingParams
 from agentrl.backends.vllm import vllm_available
-from agentrl.constrained import ConstraintBuilder
-from agentrl.policy import Policy, ScoreItem
+from agentrl.models.policy import Policy, ScoreItem
+from agentrl.rollout.constrained import ConstraintBuilder
 
 #: Which of vLLM's CPU GEMM paths the tests ran on, printed at the end of the session (conftest).
 PATHS_RAN: list[str] = []
@@ -35,8 +35,8 @@ def needs_vllm(test):
 
 def test_auto_backend_is_vllm_where_installed(monkeypatch):
     from agentrl.backends import vllm as vllm_module
-    from agentrl.build import choose_backend
     from agentrl.errors import UserError
+    from agentrl.training.compose import choose_backend
 
     monkeypatch.delenv("AGENTRL_AUTO_BACKEND", raising=False)
     monkeypatch.setattr(vllm_module, "vllm_available", lambda: True)
@@ -86,8 +86,8 @@ def setup():
     # (Flask's proxies once aborted vLLM's start-up module scan).
     import agentrl_envs.webshop.store  # noqa: F401
     from agentrl.backends.vllm import VLLMBackend, VLLMOptions
-    from agentrl.build import load_for_training, stop_ids
-    from agentrl.config import ModelConfig
+    from agentrl.training.compose import load_for_training, stop_ids
+    from agentrl.training.config import ModelConfig
 
     loaded = load_for_training(ModelConfig(name="embedded"), reserve_values=True)
     policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, temperature=1.0)
@@ -120,7 +120,7 @@ def _trainer_logprobs(policy, prompts, gens, temperature=1.0):
 def _favour(model, token, prompts, scale=40.0):
     """Make ``token``'s output row point along the mean final hidden state of ``prompts``, so it
     dominates the next-token distribution there; returns the row's old value."""
-    from agentrl.policy import decoder_of
+    from agentrl.models.policy import decoder_of
 
     weight = model.get_output_embeddings().weight
     old = weight[token].detach().clone()
@@ -155,8 +155,8 @@ def test_logprobs_agree_with_the_trainer(setup):
 def test_constrained_replies_are_admissible_and_renormalised(setup):
     policy, backend = setup
     tokenizer = policy.tokenizer
-    from agentrl.action_format import ActionFormat
-    from agentrl.prompting import end_of_turn_id
+    from agentrl.rollout.action_format import ActionFormat
+    from agentrl.rollout.prompting import end_of_turn_id
 
     fmt = ActionFormat()
     eot = end_of_turn_id(tokenizer)
@@ -239,7 +239,7 @@ def test_engine_generates_from_the_new_weights_after_sync(setup):
 
 
 def _cpu_flags() -> str:
-    from agentrl.reporting.machine import cpu_isa
+    from agentrl.rundir.machine import cpu_isa
 
     return cpu_isa() or "unknown"
 
@@ -363,8 +363,8 @@ def test_lora_weights_reach_the_engine_merged(setup):
     adapted model, not from the base it started with."""
     import copy
 
-    from agentrl.build import apply_lora
-    from agentrl.config import ModelConfig
+    from agentrl.training.compose import apply_lora
+    from agentrl.training.config import ModelConfig
 
     policy, backend = setup
     adapted = apply_lora(copy.deepcopy(policy.model), ModelConfig(lora_rank=8, lora_alpha=16.0),

@@ -19,8 +19,8 @@ def test_sleep_is_ignored_on_cpu():
 
 
 def test_trainer_sleeps_the_engine_during_the_update(tmp_path, monkeypatch):
-    import agentrl.trainer as trainer_module
-    from agentrl.config import build_config
+    import agentrl.training.trainer as trainer_module
+    from agentrl.training.config import build_config
 
     events: list[str] = []
 

@@ -5,16 +5,16 @@ import json
 import pytest
 import torch
 
-from agentrl.action_format import ActionFormat
 from agentrl.backends.base import Generation
-from agentrl.build import env_factory, prompt_builder
-from agentrl.config import EnvConfig, RolloutConfig, build_config
-from agentrl.demos import read_demos, record_demos
 from agentrl.envs import make_env
 from agentrl.errors import UserError
-from agentrl.policy import Policy
-from agentrl.rollout import EnvPool, RolloutEngine, Task
-from agentrl.sft import IGNORE, make_examples, run_sft, sft_loss
+from agentrl.models.policy import Policy
+from agentrl.rollout.action_format import ActionFormat
+from agentrl.rollout.demos import read_demos, record_demos
+from agentrl.rollout.engine import EnvPool, RolloutEngine, Task
+from agentrl.training.compose import env_factory, prompt_builder
+from agentrl.training.config import EnvConfig, RolloutConfig, build_config
+from agentrl.training.sft import IGNORE, make_examples, run_sft, sft_loss
 
 ENV = EnvConfig(id="keydoor", kwargs={"n_rooms": 4})
 

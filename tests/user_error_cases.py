@@ -381,10 +381,10 @@ def forgetting_user_envs(folder: Path) -> Iterator[None]:
     registry as it found it."""
     import gymnasium as gym
 
-    from agentrl import env_modules
-    from agentrl.envs import _ensure_builtin_envs_registered
+    from agentrl.envs import modules as env_modules
+    from agentrl.envs.modules import ensure_builtin_envs_registered
 
-    _ensure_builtin_envs_registered()  # agentrl's own ids stay, even when a case registers them first
+    ensure_builtin_envs_registered()  # agentrl's own ids stay, even when a case registers them first
     ids, imported, modules = set(gym.registry), dict(env_modules._imported), set(sys.modules)
     try:
         yield

@@ -13,25 +13,44 @@ import copy
 import math
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import torch
 from torch import nn
 
-from agentrl.distributed import all_reduce_max, all_reduce_sum, global_mean_std, reduce_gradients
-from agentrl.episode_scoring import ScoringUnit, build_units, minibatch_plan
+from agentrl.algorithms.batch import (  # also agentrl.algorithms.base's public names, as before
+    ItemScores,
+    TurnBatch,
+    logprob_gap,
+    micro_batches,
+    split_tokens,
+    tis_weights,
+    turn_advantages_to_tokens,
+)
+from agentrl.algorithms.lockstep import equal_micro_batches, equal_steps, idle_pass
+from agentrl.algorithms.losses import clipped_surrogate, k3_kl
+from agentrl.algorithms.passes import ScoringPasses
+from agentrl.algorithms.readout import ValueReadout, optimizer_lr
+from agentrl.algorithms.scoring import minibatch_plan
+from agentrl.algorithms.value_rows import RowAdam
 from agentrl.errors import UserError
-from agentrl.fsdp import clip_gradients, is_sharded
-from agentrl.losses import clipped_surrogate, k3_kl
-from agentrl.metrics import PhaseTimer
-from agentrl.policy import Policy, ScoreItem, Scores, SequenceItem
-from agentrl.step_plan import equal_micro_batches, equal_steps, idle_pass
-from agentrl.trajectory import Trajectory, Turn
-from agentrl.value_rows import RowAdam
+from agentrl.models.policy import Policy, Scores
+from agentrl.parallel.distributed import (
+    all_reduce_max,
+    all_reduce_sum,
+    global_mean_std,
+    reduce_gradients,
+)
+from agentrl.parallel.fsdp import clip_gradients, is_sharded
+from agentrl.rollout.trajectory import Trajectory
+from agentrl.rundir.metrics import PhaseTimer
+
+__all__ = ["AlgoConfig", "Algorithm", "ClippedPolicyGradient", "ItemScores", "NonFiniteUpdate", "TurnBatch",
+           "clipped_policy_loss", "logprob_gap", "micro_batches", "optimizer_lr", "split_tokens", "tis_weights",
+           "turn_advantages_to_tokens"]
 
 
 @dataclass
@@ -96,80 +115,6 @@ class NonFiniteUpdate(UserError):
         super().__init__(f"the {quantity} is {value}")
 
 
-@dataclass
-class TurnBatch:
-    """The turns of an iteration flattened, with the bootstrap prompts of truncated episodes."""
-
-    trajectories: list[Trajectory]
-    turns: list[Turn]
-    items: list[ScoreItem]
-    spans: list[tuple[int, int]]  # [start, stop) of each trajectory's turns in ``turns``
-    bootstrap_items: list[ScoreItem] = field(default_factory=list)
-    bootstrap_of: dict[int, int] = field(default_factory=dict)  # trajectory -> bootstrap item
-    #: What each forward pass runs over (agentrl.episode_scoring): one unit per turn and per
-    #: bootstrap prompt, or one per episode when every trajectory is a conversation-mode chat.
-    units: list[ScoringUnit] = field(default_factory=list)
-    by_episode: bool = False
-
-    @classmethod
-    def from_trajectories(cls, trajectories: Sequence[Trajectory]) -> TurnBatch:
-        turns: list[Turn] = []
-        spans, boot, boot_of = [], [], {}
-        for k, traj in enumerate(trajectories):
-            spans.append((len(turns), len(turns) + len(traj.turns)))
-            turns.extend(traj.turns)
-            if traj.truncated and traj.bootstrap_prompt_ids is not None:
-                boot_of[k] = len(boot)
-                boot.append(ScoreItem(traj.bootstrap_prompt_ids, []))
-        items = [ScoreItem(t.prompt_ids, t.action_ids, t.allowed) for t in turns]
-        units, by_episode = build_units(trajectories, spans, boot_of, len(turns))
-        return cls(list(trajectories), turns, items, spans, boot, boot_of, units, by_episode)
-
-    def unique_tokens(self) -> int:
-        """Distinct token positions of the batch: what one pass over every unit covers."""
-        return sum(unit.sequence.length for unit in self.units)
-
-    def token_counts(self) -> list[int]:
-        return [len(item.action_ids) for item in self.items]
-
-    def valid_mask(self) -> torch.Tensor:
-        """Per turn: whether its action was valid (not penalised), for :meth:`normalize`."""
-        return torch.tensor([turn.valid for turn in self.turns], dtype=torch.bool)
-
-
-def micro_batches(lengths: Sequence[int], token_budget: int) -> list[list[int]]:
-    """Split positions ``0..n-1`` into groups whose padded size (rows x longest) fits the budget.
-
-    Sorting by length keeps padding small; a single sequence longer than the budget gets a
-    group of its own.
-    """
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i], reverse=True)
-    groups: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for i in order:
-        new_longest = max(longest, lengths[i])
-        if current and new_longest * (len(current) + 1) > token_budget:
-            groups.append(current)
-            current, new_longest = [], lengths[i]
-        current.append(i)
-        longest = new_longest
-    if current:
-        groups.append(current)
-    return groups
-
-
-@dataclass
-class ItemScores:
-    logprobs: list[torch.Tensor]  # per item
-    pre: torch.Tensor | None
-    post: torch.Tensor | None
-
-
-def split_tokens(flat: torch.Tensor, counts: Sequence[int]) -> list[torch.Tensor]:
-    return list(torch.split(flat, list(counts)))
-
-
 class Algorithm(ABC):
     """Base of every algorithm. Subclasses set ``name`` and implement :meth:`update`."""
 
@@ -217,7 +162,7 @@ class Algorithm(ABC):
         """Read what :meth:`save_extra` wrote."""
 
 
-class ClippedPolicyGradient(Algorithm, ABC):
+class ClippedPolicyGradient(ScoringPasses, ValueReadout, Algorithm, ABC):
     """PPO-style clipped surrogate with k3 KL to a frozen reference and an entropy bonus."""
 
     def __init__(self, config: AlgoConfig, policy: Policy, r_max: float, seed: int = 0):
@@ -229,7 +174,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         self.nonfinite_skipped = 0  # this update's minibatch steps dropped (algorithm.nonfinite: skip)
         self.warmup_ended = False  # the value warm-up reached value_warmup_ev early
         self.warmup_optimizer: torch.optim.Optimizer | None = None
-        #: SAPO with ``value_lr``: the value rows' own optimizer (:mod:`agentrl.value_rows`).
+        #: SAPO with ``value_lr``: the value rows' own optimizer (:mod:`agentrl.algorithms.value_rows`).
         self.value_rows: RowAdam | None = None
         self.reference: nn.Module | None = None
         self.reference_is_base_without_adapters = hasattr(policy.model, "disable_adapter")
@@ -259,191 +204,6 @@ class ClippedPolicyGradient(Algorithm, ABC):
             self.value_rows.load_state_dict(state["value_rows"])
 
     # --- value warm-up -----------------------------------------------------------------------------
-    def value_warmup_active(self) -> bool:
-        """Whether this update is a value warm-up update (``value_warmup_iterations``)."""
-        return self.updates_done < self.config.value_warmup_iterations and not self.warmup_ended
-
-    def finish_update(self, metrics: dict[str, float], explained_variance_v: float | None = None) -> dict[str, float]:
-        """Count the update, end the warm-up early if V explains enough, log ``optim/value_warmup``."""
-        warm = self.value_warmup_active()
-        metrics["optim/value_warmup"] = float(warm)
-        metrics["optim/nonfinite_skipped"] = float(self.nonfinite_skipped)  # counted since new_batch
-        threshold = self.config.value_warmup_ev
-        if warm and threshold is not None and explained_variance_v is not None and explained_variance_v >= threshold:
-            self.warmup_ended = True
-        self.updates_done += 1
-        return metrics
-
-    def value_readout(self) -> list[tuple[nn.Parameter, torch.Tensor | None]]:
-        """What a SAPO warm-up update trains: (parameter, rows) pairs, rows None for all of it.
-
-        The value rows of the output embedding (full fine-tuning), or peft's trainable-token
-        parameters that hold them (LoRA). Why rows: with tied embeddings the value rows share one
-        matrix with every vocabulary row; the other rows' gradients are zeroed, and since Adam's
-        moments for them start at zero and stay there, they do not move.
-        """
-        model = self.policy.model
-        held = [p for n, p in model.named_parameters() if "trainable_tokens" in n and p.requires_grad]
-        if held:
-            return [(p, None) for p in held]
-        assert self.policy.value_tokens is not None, "only algorithms that read values warm them up"
-        weight = model.get_output_embeddings().weight
-        return [(weight, torch.tensor(self.policy.value_tokens.ids, dtype=torch.long))]
-
-    def value_readout_optimizer(self) -> torch.optim.Optimizer:
-        """AdamW over the value readout alone, without weight decay (it would shrink every row)."""
-        if self.warmup_optimizer is None:
-            lr = self.config.value_warmup_lr
-            if lr is None:
-                lr = getattr(self.config, "value_lr", None) or self.config.lr
-            self.warmup_optimizer = torch.optim.AdamW([p for p, _ in self.value_readout()], lr=lr,
-                                                      weight_decay=0.0)
-        return self.warmup_optimizer
-
-    def keep_only_value_readout_gradients(self, params: Sequence[nn.Parameter]) -> list[nn.Parameter]:
-        """Drop every gradient but the value readout's (rows outside it zeroed); returns the
-        readout's parameters, the only ones the warm-up step touches."""
-        readout = self.value_readout()
-        kept = {id(p) for p, _ in readout}
-        for p in params:
-            if id(p) not in kept:
-                p.grad = None
-        for p, rows in readout:
-            if rows is not None and p.grad is not None:
-                mask = torch.zeros(p.shape[0], 1, dtype=p.grad.dtype, device=p.grad.device)
-                mask[rows.to(p.grad.device)] = 1
-                p.grad.mul_(mask)
-        return [p for p, _ in readout]
-
-    # --- bookkeeping -----------------------------------------------------------------------------
-    def new_batch(self, trajectories: Sequence[Trajectory]) -> TurnBatch:
-        """The iteration's batch; resets the scored-token and skipped-step counters."""
-        self.scored_tokens.clear()
-        self.nonfinite_skipped = 0
-        return TurnBatch.from_trajectories(trajectories)
-
-    def count_tokens(self, pass_name: str, rows: Sequence[SequenceItem | ScoreItem]) -> None:
-        self.scored_tokens[pass_name] += float(sum(row.length for row in rows))
-
-    def token_metrics(self, batch: TurnBatch) -> dict[str, float]:
-        """``tokens/scored/<pass>`` (tokens through the model per pass, unpadded),
-        ``tokens/scored`` (all passes) and ``tokens/unique`` (distinct positions of the batch)."""
-        out = {f"tokens/scored/{name}": value for name, value in self.scored_tokens.items()}
-        out["tokens/scored"] = float(sum(self.scored_tokens.values()))
-        out["tokens/unique"] = float(batch.unique_tokens())
-        return out
-
-    def exactly_on_policy(self, batch: TurnBatch) -> bool:
-        """True when the old log-probs would equal the first training forward's: one epoch, one
-        minibatch, no dropout (the old pass runs in eval mode, training in train mode) and
-        ``old_logprob_pass: auto``."""
-        cfg = self.config
-        if cfg.old_logprob_pass != "auto" or cfg.epochs != 1:
-            return False
-        # more than one minibatch (in any shuffle) on any rank: every rank must decide alike, as
-        # under FSDP the old pass is a collective
-        if all_reduce_max([len(batch.items)])[0] > cfg.minibatch_turns:
-            return False
-        model = self.policy.model
-        dropout = any(isinstance(m, nn.Dropout) and m.p > 0 for m in model.modules())
-        config = getattr(model, "config", None)
-        for key in ("attention_dropout", "hidden_dropout", "dropout", "resid_pdrop", "attn_pdrop"):
-            value = getattr(config, key, 0.0)
-            dropout = dropout or (isinstance(value, (int, float)) and value > 0)
-        return not dropout
-
-    # --- passes without gradients ---------------------------------------------------------------
-    @torch.no_grad()
-    def score_batch(self, batch: TurnBatch, *, values: bool = False, reference: bool = False,
-                    bootstrap: bool = False, pass_name: str = "old_logprob") -> ItemScores:
-        """Score every turn of ``batch`` (and, with ``bootstrap``, every bootstrap prompt after
-        them) by running each unit once; per-slot log-probs and value readouts."""
-        n = len(batch.items)
-        size = n + (len(batch.bootstrap_items) if bootstrap else 0)
-        rows: list[tuple[SequenceItem, list[int]]] = []
-        for unit in batch.units:
-            if bootstrap:
-                rows.append((unit.sequence, unit.slots))
-            elif unit.training is not None:
-                rows.append((unit.training, unit.turn_slots))
-        logprobs: list[torch.Tensor] = [torch.zeros(0)] * size
-        pre = torch.zeros(size) if values else None
-        post = torch.zeros(size) if values else None
-        was_training = self.policy.model.training
-        self.policy.model.eval()
-        try:
-            groups = micro_batches([seq.length for seq, _ in rows], self.config.micro_batch_tokens)
-            for group in equal_micro_batches(groups, is_sharded(self.policy.model)):
-                if not group:  # FSDP: this rank is done; run the other ranks' collectives
-                    idle_pass(lambda r: self._score_sequences(r, values=values, reference=reference,
-                                                              entropy=False), backward=False)
-                    continue
-                chunk = [rows[i][0] for i in group]
-                slots = [slot for i in group for slot in rows[i][1]]
-                self.count_tokens(pass_name, chunk)
-                scores = self._score_sequences(chunk, values=values, reference=reference, entropy=False)
-                counts = [len(span.action_ids) for seq in chunk for span in seq.spans]
-                parts = split_tokens(scores.logprobs.cpu(), counts)
-                for j, slot in enumerate(slots):
-                    logprobs[slot] = parts[j]
-                    if values:
-                        pre[slot] = scores.pre[j].cpu()
-                        post[slot] = scores.post[j].cpu()
-        finally:
-            self.policy.model.train(was_training)
-        return ItemScores(logprobs, pre, post)
-
-    @torch.no_grad()
-    def score_all(self, items: Sequence[ScoreItem], values: bool = False,
-                  reference: bool = False) -> ItemScores:
-        """Score many turns in micro-batches: per-item log-probs (and value readouts)."""
-        logprobs: list[torch.Tensor | None] = [None] * len(items)
-        pre = torch.zeros(len(items)) if values else None
-        post = torch.zeros(len(items)) if values else None
-        groups = micro_batches([it.length for it in items], self.config.micro_batch_tokens)
-        was_training = self.policy.model.training
-        self.policy.model.eval()
-        try:
-            for group in groups:
-                chunk = [items[i] for i in group]
-                scores = self._score(chunk, values=values, reference=reference, entropy=False)
-                parts = split_tokens(scores.logprobs.cpu(), [len(c.action_ids) for c in chunk])
-                for j, i in enumerate(group):
-                    logprobs[i] = parts[j]
-                    if values:
-                        pre[i] = scores.pre[j].cpu()
-                        post[i] = scores.post[j].cpu()
-        finally:
-            self.policy.model.train(was_training)
-        return ItemScores([lp if lp is not None else torch.zeros(0) for lp in logprobs], pre, post)
-
-    def _score(self, chunk: Sequence[ScoreItem], *, values: bool, reference: bool,
-               entropy: bool) -> Scores:
-        return self._score_sequences([SequenceItem.of(item) for item in chunk], values=values,
-                                     reference=reference, entropy=entropy)
-
-    def _score_sequences(self, chunk: Sequence[SequenceItem], *, values: bool, reference: bool,
-                         entropy: bool) -> Scores:
-        if not reference:
-            return self.policy.score_sequences(chunk, entropy=entropy, values=values)
-        if self.reference is not None:
-            return self.policy.score_sequences(chunk, entropy=entropy, values=values, model=self.reference)
-        with self.policy.model.disable_adapter():  # LoRA: the base weights are the reference
-            return self.policy.score_sequences(chunk, entropy=entropy, values=values)
-
-    def reference_logprobs(self, batch: TurnBatch) -> list[torch.Tensor] | None:
-        """The frozen reference's log-probs, or None (no pass at all) when ``kl_coef`` is 0."""
-        if self.config.kl_coef <= 0:
-            return None
-        return self.score_batch(batch, reference=True, pass_name="ref_logprob").logprobs
-
-    def old_logprobs(self, batch: TurnBatch) -> list[torch.Tensor] | None:
-        """The old log-prob pass, or None when :meth:`exactly_on_policy` (``optimize`` then takes
-        the first training forward's log-probs, detached)."""
-        if self.exactly_on_policy(batch):
-            return None
-        return self.score_batch(batch).logprobs
-
     def normalize(self, advantages: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         """Batch normalisation of turn advantages over the global batch (all ranks).
 
@@ -504,16 +264,6 @@ class ClippedPolicyGradient(Algorithm, ABC):
         rows.restore(saved)
         rows.step(grads)
 
-    def value_pass_step(self, lr: float | None) -> None:
-        """A value-only epoch's step (``optimize(value_epochs=...)``): the main optimizer at
-        ``lr`` (None: its own rate). SAPO overrides it to step an optimizer of its own."""
-        with optimizer_lr(self.optimizer, lr):
-            self.optimizer_step()
-
-    def value_lr_metrics(self) -> dict[str, float]:
-        """``optim/value_lr``: the rate the value readout trains at (algorithms that have one)."""
-        return {}
-
     def optimize(self, batch: TurnBatch, old_logprobs: Sequence[torch.Tensor] | None,
                  ref_logprobs: Sequence[torch.Tensor] | None,
                  token_advantages: Sequence[torch.Tensor],
@@ -527,7 +277,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         Token terms are summed and divided by the minibatch's action-token count, turn terms
         (``extra_loss``) by its turn count, so micro-batching does not change the gradient.
         Each forward runs over scoring units (a turn, or a whole conversation-mode episode,
-        :mod:`agentrl.episode_scoring`); a minibatch is made of whole units.
+        :mod:`agentrl.algorithms.scoring`); a minibatch is made of whole units.
 
         ``old_logprobs`` None: the update is exactly on-policy (:meth:`exactly_on_policy`); the
         forward's own log-probs, detached, serve as the old ones (ratio 1, same gradient).
@@ -554,7 +304,7 @@ class ClippedPolicyGradient(Algorithm, ABC):
         value_norms: list[float] = []  # the value-only epochs' steps
         for epoch in range(cfg.epochs + value_epochs):
             value_pass = epoch >= cfg.epochs  # a value-only epoch: the policy's terms carry no gradient
-            # every rank takes the same number of steps, whatever its turn count (agentrl.step_plan)
+            # every rank takes the same number of steps, whatever its turn count (agentrl.algorithms.lockstep)
             for minibatch in equal_steps(minibatch_plan(units, batch.by_episode, cfg.minibatch_turns,
                                                         self.generator)):
                 turns = [i for u in minibatch for i in units[u].turn_slots]
@@ -644,58 +394,6 @@ def _first_nonfinite(params: Sequence[torch.Tensor]) -> float:
             return float(bad.flatten()[0])
     return math.nan
 
-
-@contextmanager
-def optimizer_lr(optimizer: torch.optim.Optimizer, lr: float | None) -> Iterator[None]:
-    """Every parameter group of ``optimizer`` at ``lr`` for the steps inside (None: as it is).
-    SAPO's value-only epochs step the shared backbone at a rate of their own this way."""
-    if lr is None:
-        yield
-        return
-    saved = [group["lr"] for group in optimizer.param_groups]
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-    try:
-        yield
-    finally:
-        for group, rate in zip(optimizer.param_groups, saved, strict=True):
-            group["lr"] = rate
-
-
-def turn_advantages_to_tokens(advantages: torch.Tensor, counts: Sequence[int]) -> list[torch.Tensor]:
-    """Give every action token of turn i the turn's advantage ``advantages[i]``."""
-    return [advantages[i].repeat(c) for i, c in enumerate(counts)]
-
-
-def logprob_gap(batch: TurnBatch, old_logprobs: Sequence[torch.Tensor]) -> float:
-    """Mean |log-prob recorded at rollout - log-prob the trainer recomputed| per action token.
-
-    Zero up to float rounding when generation and training use the same weights and dtype;
-    larger with a bf16 generation copy or vLLM. Logged as ``rollout/logprob_gap``.
-    """
-    total, count = 0.0, 0
-    for turn, old in zip(batch.turns, old_logprobs, strict=True):
-        if len(turn.rollout_logprobs) != len(old):
-            continue
-        total += float((torch.tensor(turn.rollout_logprobs) - old).abs().sum())
-        count += len(old)
-    return total / count if count else float("nan")
-
-
-def tis_weights(turns: Sequence[Turn], old_logp: torch.Tensor, cap: float) -> torch.Tensor:
-    """Truncated importance weights ``min(exp(old - rollout), cap)`` per action token: the ratio
-    of the trainer's old policy to the distribution the tokens were sampled from. Tokens without a
-    recorded rollout log-prob get weight 1."""
-    rollout = []
-    offset = 0
-    for turn in turns:
-        count = len(turn.action_ids)
-        recorded = turn.rollout_logprobs if len(turn.rollout_logprobs) == count else None
-        rollout.append(torch.tensor(recorded, dtype=torch.float32) if recorded is not None
-                       else old_logp[offset:offset + count].detach().float().cpu())
-        offset += count
-    behaviour = torch.cat(rollout).to(old_logp.device) if rollout else old_logp.new_zeros(0)
-    return torch.exp(old_logp.detach().float() - behaviour).clamp(max=cap)
 
 
 def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,

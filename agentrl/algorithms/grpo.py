@@ -13,15 +13,15 @@ from dataclasses import dataclass
 
 import torch
 
-from agentrl.advantages import group_advantages
+from agentrl.algorithms.advantages import group_advantages
 from agentrl.algorithms.base import (
     AlgoConfig,
     ClippedPolicyGradient,
     logprob_gap,
     turn_advantages_to_tokens,
 )
-from agentrl.metrics import PhaseTimer
-from agentrl.trajectory import Trajectory
+from agentrl.rollout.trajectory import Trajectory
+from agentrl.rundir.metrics import PhaseTimer
 
 
 @dataclass

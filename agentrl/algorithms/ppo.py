@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from agentrl.advantages import gae, token_level_gae
+from agentrl.algorithms.advantages import gae, token_level_gae
 from agentrl.algorithms.base import (
     AlgoConfig,
     ClippedPolicyGradient,
@@ -30,14 +30,22 @@ from agentrl.algorithms.base import (
     micro_batches,
     turn_advantages_to_tokens,
 )
-from agentrl.distributed import all_reduce_sum, reduce_gradients
-from agentrl.episode_scoring import minibatch_plan
-from agentrl.fsdp import clip_gradients, is_sharded
-from agentrl.losses import clipped_value_loss, explained_variance
-from agentrl.metrics import PhaseTimer
-from agentrl.policy import Policy, ScoreItem, SequenceItem, Span, decoder_of, run_body, spans_of
-from agentrl.step_plan import equal_micro_batches, equal_steps
-from agentrl.trajectory import Trajectory
+from agentrl.algorithms.lockstep import equal_micro_batches, equal_steps
+from agentrl.algorithms.losses import clipped_value_loss, explained_variance
+from agentrl.algorithms.scoring import minibatch_plan
+from agentrl.models.policy import (
+    Policy,
+    ScoreItem,
+    SequenceItem,
+    Span,
+    decoder_of,
+    run_body,
+    spans_of,
+)
+from agentrl.parallel.distributed import all_reduce_sum, reduce_gradients
+from agentrl.parallel.fsdp import clip_gradients, is_sharded
+from agentrl.rollout.trajectory import Trajectory
+from agentrl.rundir.metrics import PhaseTimer
 
 CRITIC_FILE = "critic.pt"
 
@@ -125,7 +133,7 @@ class PPO(ClippedPolicyGradient):
     def load_extra(self, folder: Path) -> None:
         path = folder / CRITIC_FILE
         if path.exists():
-            # weights_only: a run folder's files are data, never code (agentrl.rundir.read_state)
+            # weights_only: a run folder's files are data, never code (agentrl.rundir.checkpoints.read_state)
             self.critic.load_state_dict(torch.load(path, map_location=self.policy.device, weights_only=True))
 
     @torch.no_grad()
@@ -259,7 +267,7 @@ class PPO(ClippedPolicyGradient):
         units = batch.units
         total_loss, seen, norms = 0.0, 0.0, []
         for _ in range(cfg.critic_epochs):
-            # every rank takes the same number of steps (agentrl.step_plan)
+            # every rank takes the same number of steps (agentrl.algorithms.lockstep)
             for minibatch in equal_steps(minibatch_plan(units, batch.by_episode, cfg.minibatch_turns,
                                                         self.generator)):
                 local = sum(len(old_values[i]) for u in minibatch for i in units[u].turn_slots)

@@ -1,7 +1,7 @@
 """SAPO: Single-rollout Autoregressive Policy Optimization (Liang, Feng, An, Liu, 2026).
 
 One LLM is the policy, the state-value and the action-value function. V(s_t) and Q(s_t, a_t)
-are read from two reserved vocabulary ids ``w+``/``w-`` (see :mod:`agentrl.value_tokens`):
+are read from two reserved vocabulary ids ``w+``/``w-`` (see :mod:`agentrl.models.value_tokens`):
 ``d = logit[w+] - logit[w-]`` at the last prompt position gives V, at the last action position
 gives Q, both as ``R_max * squash(d / tau_v)`` with ``tau_v`` the value temperature
 (``value_temperature``; the paper's detailed write-up: ``p(c) = clip(d(c) / tau_v, -1, 1)``). One rollout per task; turn-level GAE on V; a
@@ -13,7 +13,7 @@ Two settings decide how fast the readout can learn (under Adam every weight move
 learning rate per step, whatever the gradient's size): ``value_temperature`` divides ``d``, so
 a smaller tau_v makes every step of the two rows (and the backbone's share of the value
 gradient) move V further; ``value_lr`` gives the two value rows a learning rate of their own
-(:mod:`agentrl.value_rows`) while the backbone keeps ``lr``. Both are recorded with the value
+(:mod:`agentrl.algorithms.value_rows`) while the backbone keeps ``lr``. Both are recorded with the value
 ids in every checkpoint (``agentrl_value_tokens.json``).
 
 Not to be confused with "Soft Adaptive Policy Optimization", also called SAPO (verl, SkyRL,
@@ -30,18 +30,18 @@ from typing import Any
 
 import torch
 
-from agentrl.advantages import gae, sarsa_targets
+from agentrl.algorithms.advantages import gae, sarsa_targets
 from agentrl.algorithms.base import (
     AlgoConfig,
     ClippedPolicyGradient,
     TurnBatch,
     turn_advantages_to_tokens,
 )
-from agentrl.losses import clipped_value_loss, explained_variance, squash
-from agentrl.metrics import PhaseTimer
-from agentrl.policy import Scores
-from agentrl.trajectory import Trajectory
-from agentrl.value_rows import RowAdam
+from agentrl.algorithms.losses import clipped_value_loss, explained_variance, squash
+from agentrl.algorithms.value_rows import RowAdam
+from agentrl.models.policy import Scores
+from agentrl.rollout.trajectory import Trajectory
+from agentrl.rundir.metrics import PhaseTimer
 
 
 @dataclass

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agentrl.constrained import AllowedTokens, TrieCursor
+from agentrl.models.allowed import AllowedTokens, TrieCursor
 
 
 @dataclass(frozen=True)

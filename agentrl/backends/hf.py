@@ -30,7 +30,7 @@ from agentrl.backends.prefix_store import (
     row_prefix,
     single_row_cache,
 )
-from agentrl.constrained import AllowedTokens, TrieCursor, token_budget
+from agentrl.models.allowed import AllowedTokens, TrieCursor, apply_allowed, token_budget
 
 
 class HFBackend:
@@ -183,7 +183,7 @@ class HFBackend:
                         continue
                     entry = cursor.allowed(remaining)
                     allowed[row].append(entry)
-                    _apply_allowed(scores[b], entry)
+                    apply_allowed(scores[b], entry)
             chosen, chosen_logp = _sample(scores, params, self.generator)
             keep = []
             for b, row in enumerate(alive):
@@ -220,16 +220,6 @@ class HFBackend:
             self.model.train()
         return [Generation(tokens[i], logps[i], finished[i], allowed[i]) for i in range(rows)]
 
-
-def _apply_allowed(row_scores: torch.Tensor, entry: AllowedTokens) -> None:
-    ids = torch.tensor(entry.ids, dtype=torch.long, device=row_scores.device)
-    if entry.exclude:
-        if len(ids):
-            row_scores[ids] = float("-inf")
-    else:
-        kept = row_scores[ids].clone()
-        row_scores.fill_(float("-inf"))
-        row_scores[ids] = kept
 
 
 def _sample(scores: torch.Tensor, params: SamplingParams,

@@ -1,6 +1,6 @@
 """KV caches of live episodes kept between turns (the transformers backend, conversation mode).
 
-In conversation mode (:mod:`agentrl.conversation`) turn t's prompt starts with turn t-1's prompt
+In conversation mode (:mod:`agentrl.rollout.conversation`) turn t's prompt starts with turn t-1's prompt
 + reply, so the keys and values of that prefix were already computed while generating turn t-1.
 vLLM's prefix cache reuses them by itself; the hf backend keeps, per episode, the KV of every
 token it fed (the prompt and every generated token but the last, which was sampled and never fed)

@@ -10,7 +10,7 @@ What the backend guarantees, as the transformers backend does (see :mod:`agentrl
 
 * **Bans.** SAPO's value ids get ``-inf`` in a logits processor (not a ``logit_bias`` of -100,
   which leaves them a tiny probability and shifts every other log-prob a little).
-* **Constrained decoding.** The same per-row :class:`~agentrl.constrained.TrieCursor` objects
+* **Constrained decoding.** The same per-row :class:`~agentrl.models.allowed.TrieCursor` objects
   drive a vLLM logits processor: before each sampling step it advances the row's cursor over the
   tokens generated so far and masks everything outside the allowed set. It runs before
   temperature and top-p, like the transformers backend, and records the allowed set of every
@@ -21,9 +21,9 @@ What the backend guarantees, as the transformers backend does (see :mod:`agentrl
   The trainer recomputes them every iteration and logs the mean gap (``rollout/logprob_gap``);
   with a bf16 engine and fp32 training it measures the dtype's rounding, see docs/scale.md.
 * **Fresh weights, checked.** :meth:`VLLMBackend.sync_weights` pushes the effective weights (LoRA
-  merged on the fly, :func:`agentrl.lora.merged_state_dict`) without touching the disk, rebuilds
+  merged on the fly, :func:`agentrl.models.lora.merged_state_dict`) without touching the disk, rebuilds
   what vLLM's CPU build derived from weights that a reload does not reprocess (see
-  :func:`refresh_cpu_gemm`), resets the prefix cache (cached KV blocks were computed with the old
+  :func:`~agentrl.backends.cpu_gemm.refresh_cpu_gemm`), resets the prefix cache (cached KV blocks were computed with the old
   weights), then proves on a fixed probe that the engine's log-probs are the trainer's
   (:mod:`agentrl.backends.sync_check`); a stale engine stops the run with one sentence.
 
@@ -52,6 +52,7 @@ import torch
 from torch import nn
 
 from agentrl.backends.base import Generation, SamplingParams
+from agentrl.backends.cpu_gemm import cpu_gemm_kernels, default_cpu_threads, refresh_cpu_gemm
 from agentrl.backends.sync_check import (
     DEFAULT_TOLERANCE,
     SyncReport,
@@ -59,10 +60,10 @@ from agentrl.backends.sync_check import (
     probe_ids,
     trainer_logprobs,
 )
-from agentrl.constrained import AllowedTokens, TrieCursor, token_budget
 from agentrl.errors import UserError
-from agentrl.fsdp import effective_weights
-from agentrl.lora import base_model_of
+from agentrl.models.allowed import AllowedTokens, TrieCursor, apply_allowed, token_budget
+from agentrl.models.lora import base_model_of
+from agentrl.parallel.fsdp import effective_weights
 
 log = logging.getLogger(__name__)
 
@@ -231,43 +232,11 @@ def _processor_class() -> type:
                 # a step may be replayed (preemption, chunked prefill): overwrite, never append twice
                 del state.allowed[position:]
                 state.allowed.append(entry)
-                _apply_allowed(row, entry)
+                apply_allowed(row, entry)
             return logits
 
     _PROCESSOR_CLASS = AgentrlLogitsProcessor
     return AgentrlLogitsProcessor
-
-
-def _apply_allowed(row: torch.Tensor, entry: AllowedTokens) -> None:
-    ids = torch.tensor(entry.ids, dtype=torch.long, device=row.device)
-    if entry.exclude:
-        if len(ids):
-            row[ids] = float("-inf")
-    else:
-        kept = row[ids].clone()
-        row.fill_(float("-inf"))
-        row[ids] = kept
-
-
-def _cpu_cores() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return list(range(os.cpu_count() or 1))
-
-
-def default_cpu_threads() -> str:
-    """Every core of this process, or this rank's share under torchrun (``LOCAL_RANK``).
-
-    vLLM's own default binds one thread per NUMA node's first core: ~117 new tokens/s at batch
-    16 against ~203 with both cores of a 2-core machine (docs/scale.md).
-    """
-    cores = _cpu_cores()
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if local_world > 1 and len(cores) >= local_world:
-        cores = cores[local_rank::local_world]
-    return ",".join(str(c) for c in cores)
 
 
 def configure_environment(options: VLLMOptions, device: torch.device) -> None:
@@ -282,50 +251,6 @@ def configure_environment(options: VLLMOptions, device: torch.device) -> None:
     if device.type == "cpu":
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{options.cpu_kv_cache_gib:g}")
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", options.cpu_threads or default_cpu_threads())
-
-
-def describe_gemm(fn) -> str:
-    """Which kernel a vLLM CPU layer's ``cpu_linear`` runs: ``onednn`` (weights prepacked by
-    oneDNN), ``sgl`` (AMX-packed small weights), ``zentorch``, or ``torch`` (plain linear on the
-    live weight). Read from the names the dispatch closure calls."""
-    code = getattr(fn, "__code__", None)
-    names = set(code.co_names) if code is not None else set()
-    for kernel, marker in (("onednn", "onednn_mm"), ("sgl", "weight_packed_linear_cpu"),
-                           ("zentorch", "zentorch_linear_unary")):
-        if marker in names:
-            return kernel
-    return "torch"
-
-
-def refresh_cpu_gemm(model: nn.Module) -> dict[str, str]:
-    """Rebuild the CPU GEMM handlers of layers that keep their weight tensor; returns the kernel of
-    every layer that has one, by module name.
-
-    Why: on CPU, vLLM replaces each linear layer's matmul by a handler built from the weight at
-    load time (prepacked for oneDNN, or AMX-packed). An in-place ``reload_weights`` reprocesses the
-    layers whose weights it loads, but a tied LM head loads nothing (its weight *is* the input
-    embedding's), so its handler keeps the weights of the engine's start: the engine then samples
-    from a stale head. Layers that still hold a non-empty 2-D weight (embedding, tied head, any
-    layer left on the plain path) are cheap to redispatch from the current tensor. Layers whose
-    weight was moved into a packed handler hold an empty tensor; the reload rebuilt those.
-    """
-    from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
-
-    kernels = {}
-    for name, module in model.named_modules():
-        if not hasattr(module, "cpu_linear"):
-            continue
-        weight = getattr(module, "weight", None)
-        if isinstance(weight, torch.Tensor) and weight.ndim == 2 and weight.numel() > 0:
-            dispatch_cpu_unquantized_gemm(module, remove_weight=False)
-        kernels[name] = describe_gemm(module.cpu_linear)
-    return kernels
-
-
-def cpu_gemm_kernels(model: nn.Module) -> dict[str, str]:
-    """The CPU GEMM kernel of every vLLM layer that has one, by module name (nothing changed)."""
-    return {name: describe_gemm(module.cpu_linear) for name, module in model.named_modules()
-            if hasattr(module, "cpu_linear")}
 
 
 def save_engine_folder(model: nn.Module, folder: Path, dtype: torch.dtype) -> None:
@@ -377,7 +302,7 @@ class VLLMBackend:
     def _start_engine(self):
         if not vllm_available():
             raise UserError("rollout.backend=vllm needs vLLM: run `make vllm` (CPU build) or install vllm on a GPU machine.")
-        from agentrl.models import cache_dir
+        from agentrl.models.loading import cache_dir
 
         if self.options.cache_root is None:
             self.options.cache_root = cache_dir() / "vllm"

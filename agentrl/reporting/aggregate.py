@@ -18,16 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentrl.reporting.runs import Run, RunGroup
+from agentrl.rundir.layout import PHASE_NAMES
 
 #: The phases of one iteration, in the order they run, with the names readers see.
-PHASES: tuple[tuple[str, str], ...] = (
-    ("time/rollout", "rollout"),
-    ("time/old_logprob", "old log-probs"),
-    ("time/value_inference", "value inference"),
-    ("time/ref_logprob", "reference log-probs"),
-    ("time/actor_update", "actor update"),
-    ("time/critic_update", "critic update"),
-)
+PHASES: tuple[tuple[str, str], ...] = tuple((f"time/{key}", name) for key, name in PHASE_NAMES.items())
 OTHER_PHASE = "other (untimed)"  # weight sync, advantages, bookkeeping
 
 

@@ -1,4 +1,4 @@
-"""Render a :class:`~agentrl.reporting.document.Document` as one self-contained HTML page.
+"""Render a :class:`~agentrl.reporting.blocks.Document` as one self-contained HTML page.
 
 Self-contained means the file can be mailed, attached to a PR or opened offline and shows the
 same thing: the style sheet is inline, every figure is embedded as a ``data:`` URI, and the page
@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentrl.reporting.document import (
+from agentrl.reporting.blocks import (
     Code,
     Document,
     Image,

@@ -1,4 +1,4 @@
-"""Render a :class:`~agentrl.reporting.document.Document` as Markdown for READMEs and PRs.
+"""Render a :class:`~agentrl.reporting.blocks.Document` as Markdown for READMEs and PRs.
 
 The twin of :mod:`.html`: the same sections, tables and numbers, with figures referenced as
 ``figures/<name>.png`` next to the file instead of embedded. GitHub renders neither <details>
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentrl.reporting.document import (
+from agentrl.reporting.blocks import (
     Code,
     Document,
     Image,

@@ -1,4 +1,4 @@
-"""Reading run directories (what :class:`agentrl.trainer.Trainer` writes) for reports.
+"""Reading run directories (what :class:`agentrl.training.trainer.Trainer` writes) for reports.
 
 A run directory holds ``config.yaml`` and ``metrics.jsonl`` (one record per iteration, eval
 numbers merged into the record of the iteration they ran after), ``eval/iter_N.jsonl`` (the
@@ -23,46 +23,17 @@ from typing import Any
 import yaml
 
 from agentrl.errors import UserError
-from agentrl.fingerprint import read as read_fingerprints
-from agentrl.yaml_input import read_yaml_file
-
-#: Config sections an RL run carries but never reads (``agentrl sft`` does): shown nowhere in
-#: a report of RL runs, where their defaults would read as how the warm start was made.
-UNUSED_SECTIONS = ("sft.",)
-
-#: Settings that do not change what a run learns or measures; they never split groups.
-BOOKKEEPING_KEYS = frozenset(
-    {
-        "train.seed",
-        "train.run_dir",
-        "train.iterations",
-        "train.save_every",
-        "train.samples_per_iteration",
-        "train.eval_every",
-        "train.loggers",  # views of metrics.jsonl
-    }
-)
-
+from agentrl.rundir.fingerprint import read as read_fingerprints
+from agentrl.rundir.layout import CHECKPOINTS_DIR, CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
+from agentrl.rundir.settings import NOT_GROUPED, UNREAD_SECTIONS, flatten
+from agentrl.rundir.yaml_input import read_yaml_file
 
 #: The sections every run's config.yaml holds (agentrl writes the whole resolved config).
 RUN_SECTIONS = ("env", "model", "rollout", "train", "algorithm")
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "config.yaml").is_file() and (path / "metrics.jsonl").is_file()
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}``: a config tree as dotted keys, the way ``--set`` names
-    them; ``env.kwargs`` stays one value (it is one setting)."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and name != "env.kwargs":
-            out.update(flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
+    return (path / CONFIG_FILE).is_file() and (path / METRICS_FILE).is_file()
 
 
 def show_value(value: Any) -> str:
@@ -146,7 +117,7 @@ class Run:
         return {
             k: v
             for k, v in self.flat_config.items()
-            if k not in BOOKKEEPING_KEYS and not k.startswith(UNUSED_SECTIONS)
+            if k not in NOT_GROUPED and not k.startswith(UNREAD_SECTIONS)
         }
 
     def values(self, key: str) -> list[tuple[dict[str, Any], float]]:
@@ -228,7 +199,7 @@ class RunGroup:
 
 def load_run(path: Path) -> Run:
     """Read one run directory; a broken config or metrics file is the user's to fix."""
-    config_path = path / "config.yaml"
+    config_path = path / CONFIG_FILE
     config = read_yaml_file(config_path, "Run config file")  # not UTF-8, not YAML: one sentence
     if not isinstance(config, dict) or "algo" not in config:
         raise UserError(f"'{config_path}' is not an agentrl run config (it has no 'algo').")
@@ -238,7 +209,7 @@ def load_run(path: Path) -> Run:
         raise UserError(f"'{config_path}' is not an agentrl run config ({lacks}; agentrl writes every section).")
     by_iteration: dict[int, dict[str, Any]] = {}
     try:
-        lines = (path / "metrics.jsonl").read_bytes().decode("utf-8").splitlines()
+        lines = (path / METRICS_FILE).read_bytes().decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise UserError(f"'{path / 'metrics.jsonl'}' is not UTF-8 text; it is not an agentrl metrics log.") from None
     skipped = 0
@@ -257,9 +228,9 @@ def load_run(path: Path) -> Run:
         if isinstance(record, dict) and isinstance(record.get("iteration"), int):
             by_iteration[record["iteration"]] = record  # a resumed run rewrote it: keep the last
     summary = None
-    if (path / "summary.json").is_file():
+    if (path / SUMMARY_FILE).is_file():
         try:
-            summary = json.loads((path / "summary.json").read_text())
+            summary = json.loads((path / SUMMARY_FILE).read_text())
         except json.JSONDecodeError:
             summary = None
     records = [by_iteration[i] for i in sorted(by_iteration)]
@@ -372,8 +343,8 @@ def discover_runs(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
             continue
         inside = sorted(
             p.parent
-            for p in path.rglob("metrics.jsonl")
-            if is_run_dir(p.parent) and "checkpoints" not in p.parts
+            for p in path.rglob(METRICS_FILE)
+            if is_run_dir(p.parent) and CHECKPOINTS_DIR not in p.parts
         )
         if not inside:
             raise UserError(

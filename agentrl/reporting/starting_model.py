@@ -5,7 +5,7 @@ RL from a warm start is only as reproducible as the warm start. ``agentrl sft`` 
 built where that folder exists says how the starting model was made and which weights it was
 (a digest of the weight files), and says so plainly when the folder is not on this machine
 instead of falling silent. The RL runs' own ``sft.*`` settings are config defaults an RL run
-never reads, so the report does not show them (:data:`agentrl.reporting.runs.UNUSED_SECTIONS`).
+never reads, so the report does not show them (:data:`agentrl.rundir.settings.UNREAD_SECTIONS`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def describe(name: str) -> tuple[str, bool] | None:
     """``(sentence, found)`` for a model given as a local folder; ``None`` for a hub or embedded
     name (nothing to say beyond the name itself)."""
     folder = Path(name).expanduser()
-    # the way agentrl.models.resolve_model tells them apart (not imported: it loads torch)
+    # the way agentrl.models.loading.resolve_model tells them apart (not imported: it loads torch)
     looks_local = folder.exists() or name.startswith(("/", "./", "../", "~")) or name.count("/") > 1
     if not looks_local:  # embedded, tiny, an alias or a hub id (owner/name)
         return None

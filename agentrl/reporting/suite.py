@@ -38,14 +38,15 @@ import yaml
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from agentrl.metrics import read_records
 from agentrl.reporting.aggregate import mean_std
-from agentrl.reporting.document import Document, Image, Note, Paragraph, Section, Table
+from agentrl.reporting.blocks import Document, Image, Note, Paragraph, Section, Table
 from agentrl.reporting.figures import ALGO_COLORS
 from agentrl.reporting.html import render_html
 from agentrl.reporting.markdown import render_markdown
+from agentrl.rundir.layout import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
+from agentrl.rundir.metrics import read_records
 
-SUITE_FILE = "suite.json"  # agentrl.suite writes it (same name; the report does not import the suite)
+SUITE_FILE = "suite.json"  # agentrl.bench.suite writes it (same name; the report does not import the suite)
 #: two-sided 97.5% quantiles of Student's t, by degrees of freedom (1..30)
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -153,12 +154,12 @@ class SuiteRun:
 
 
 def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
-    if not (folder / "summary.json").is_file():
+    if not (folder / SUMMARY_FILE).is_file():
         return None
-    summary = json.loads((folder / "summary.json").read_text())
-    config = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+    summary = json.loads((folder / SUMMARY_FILE).read_text())
+    config = yaml.safe_load((folder / CONFIG_FILE).read_text()) or {}
     gamma = float((config.get("algorithm") or {}).get("gamma", 0.95))
-    records = [r for r in read_records(folder / "metrics.jsonl") if "rollout/return" in r]
+    records = [r for r in read_records(folder / METRICS_FILE) if "rollout/return" in r]
     final = (summary.get("final_eval") or {}).get("eval/return")
     evals = sorted((folder / "eval").glob("iter_*.jsonl"))
     eval_ev = ceiling = None
@@ -186,7 +187,7 @@ def read_suite(out: Path) -> tuple[dict[str, Any], list[SuiteRun]]:
     return manifest, runs
 
 
-def _fmt(interval: tuple[float, float] | None, digits: int = 2) -> str:
+def _interval_text(interval: tuple[float, float] | None, digits: int = 2) -> str:
     if interval is None:
         return "-"
     mean, half = interval
@@ -258,17 +259,17 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
             seconds = [r2.get("time/iteration") for r in mine for r2 in r.records]
             seconds = [s for s in seconds if isinstance(s, (int, float))]
             raw = t_interval([r.final_return for r in mine if r.final_return is not None])
-            rows.append([probe["name"], algo, str(len(mine)), _fmt(raw), _fmt(t_interval(scores)),
+            rows.append([probe["name"], algo, str(len(mine)), _interval_text(raw), _interval_text(t_interval(scores)),
                          f"{100 * sum(collapse) / len(collapse):.0f}%" if collapse else "-",
                          f"{statistics.median(seconds):.2f}" if seconds else "-"])
             if algo != "grpo":
                 evs = [r.eval_ev for r in mine if r.eval_ev is not None]
                 flagged = sum(r.eval_ev is None for r in mine)
                 reached = sum(r.learned for r in mine)
-                value_rows.append([probe["name"], algo, _fmt(t_interval(evs)),
-                                   _fmt(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
+                value_rows.append([probe["name"], algo, _interval_text(t_interval(evs)),
+                                   _interval_text(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
                                    f"{reached} of {len(evs)}", str(flagged),
-                                   _fmt(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
+                                   _interval_text(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
     figures = report_dir / "figures"
     blocks: list[Any] = [
         Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "

@@ -402,7 +402,7 @@ class ALFWorldEnv(gym.Env):
 
     def data_fingerprint(self) -> dict[str, Any]:
         """Which games this env plays, for run directories, evals and reports
-        (:mod:`agentrl.fingerprint`): source, split, split size, a digest of the ordered game
+        (:mod:`agentrl.rundir.fingerprint`): source, split, split size, a digest of the ordered game
         list, the options that change the games or the scoring, the library versions.
 
         Official games: the digest is over the game paths inside the split folder, so the same

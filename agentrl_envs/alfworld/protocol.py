@@ -33,7 +33,7 @@ PROTOCOLS = ("default", "paper")
 #: from the list it shows the model).
 PAPER_HIDDEN = ("help",)
 PAPER_MAX_STEPS = 50
-#: What each protocol says an invalid action is (read by :mod:`agentrl.rollout` from the env's
+#: What each protocol says an invalid action is (read by :mod:`agentrl.rollout.engine` from the env's
 #: ``metadata["invalid_action_rule"]``).
 INVALID_RULE = {"default": "inadmissible", "paper": "malformed"}
 _SPACES = re.compile(r"\s+")

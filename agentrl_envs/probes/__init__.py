@@ -13,7 +13,7 @@ Corridor-v0   exploration under a visible time limit                  ``length``
 
 Each knows its optimal and uniform-random expected returns exactly (``optimal_return()``,
 ``random_return()``), and shows its progress in the observation, so the state value is
-learnable by construction. ``agentrl suite`` (agentrl/suite.py) runs them for several algorithms
+learnable by construction. ``agentrl suite`` (agentrl/bench/suite.py) runs them for several algorithms
 and seeds; docs/suite.md describes them.
 """
 

@@ -356,7 +356,7 @@ class WebShopEnv(gym.Env):
         return None if self._server is None else self._server.store
 
     def data_fingerprint(self) -> dict[str, Any]:
-        """Which goals this env plays (agentrl.fingerprint; see fingerprint.py here)."""
+        """Which goals this env plays (agentrl.rundir.fingerprint; see fingerprint.py here)."""
         from .fingerprint import shop_fingerprint
 
         return shop_fingerprint(self.config)

@@ -1,4 +1,4 @@
-"""Which WebShop goals an env plays, for :mod:`agentrl.fingerprint`.
+"""Which WebShop goals an env plays, for :mod:`agentrl.rundir.fingerprint`.
 
 The goals of a split are decided by the catalog (generated from a seed and a size, or WebShop's
 official files) and the goal source; the digest covers the ordered goal list itself (target

@@ -1,4 +1,4 @@
-"""Render the table of numeric config ranges (agentrl.config.RANGES and OPTION_RANGES) that
+"""Render the table of numeric config ranges (agentrl.training.config.RANGES and OPTION_RANGES) that
 docs/cli.md holds between its ``<!-- ranges -->`` markers; tests/test_input_checks.py checks
 that the page is up to date.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from agentrl.config import OPTION_RANGES, RANGES  # noqa: E402
+from agentrl.training.config import OPTION_RANGES, RANGES  # noqa: E402
 
 BEGIN, END = "<!-- ranges -->", "<!-- /ranges -->"
 

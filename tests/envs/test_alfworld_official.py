@@ -21,10 +21,10 @@ import pytest
 pytest.importorskip("textworld")
 pytest.importorskip("alfworld")
 
-from agentrl.action_format import ActionFormat  # noqa: E402
-from agentrl.action_validity import ActionValidity  # noqa: E402
 from agentrl.errors import UserError  # noqa: E402
-from agentrl.fingerprint import collect, describe  # noqa: E402
+from agentrl.rollout.action_format import ActionFormat  # noqa: E402
+from agentrl.rollout.action_validity import ActionValidity  # noqa: E402
+from agentrl.rundir.fingerprint import collect, describe  # noqa: E402
 from agentrl_envs.alfworld import official  # noqa: E402
 from agentrl_envs.alfworld.env import ALFWorldEnv  # noqa: E402
 from agentrl_envs.alfworld.protocol import normalize_command  # noqa: E402

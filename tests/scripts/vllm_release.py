@@ -19,9 +19,9 @@ import torch
 
 def main() -> None:
     from agentrl.backends.vllm import VLLMBackend, VLLMOptions
-    from agentrl.build import load_for_training, stop_ids
-    from agentrl.config import ModelConfig
-    from agentrl.metrics import resident_gb
+    from agentrl.rundir.metrics import resident_gb
+    from agentrl.training.compose import load_for_training, stop_ids
+    from agentrl.training.config import ModelConfig
 
     loaded = load_for_training(ModelConfig(name="embedded"), reserve_values=True)
     model = loaded.model

@@ -32,8 +32,8 @@ def main() -> None:
     path, dtype_name = sys.argv[1], sys.argv[2]
     from agentrl.backends.sync_check import trainer_logprobs
     from agentrl.backends.vllm import VLLMBackend, VLLMOptions
-    from agentrl.build import load_for_training, stop_ids
-    from agentrl.config import ModelConfig
+    from agentrl.training.compose import load_for_training, stop_ids
+    from agentrl.training.config import ModelConfig
 
     if path == "plain":
         force_plain_path()

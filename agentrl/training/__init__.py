@@ -1,0 +1,2 @@
+"""The training room: the run config, the composition root (:mod:`.compose`), the trainer, SFT,
+sharded checkpoints and metric loggers."""

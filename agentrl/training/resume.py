@@ -1,0 +1,78 @@
+"""Resuming a run with its own settings: the config ``--resume`` starts from, and the check that
+settings given again do not differ from the run's own, except those in
+:data:`agentrl.rundir.settings.NOT_LEARNED`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agentrl.envs.contract import resolve_env_id
+from agentrl.errors import UserError
+from agentrl.rundir.checkpoints import read_saved_config
+from agentrl.rundir.settings import NOT_LEARNED, UNREAD_SECTIONS, flatten
+from agentrl.training.config import build_config
+
+
+def _comparable(tree: dict[str, Any]) -> dict[str, Any]:
+    """Flattened, through a YAML round trip (tuples become lists, as in config.yaml), with the
+    env id resolved (``keydoor`` and ``agentrl/KeyDoor-v0`` are the same env)."""
+    flat = flatten(yaml.safe_load(yaml.safe_dump(tree)) or {})
+    if isinstance(flat.get("algo"), str):
+        flat["algo"] = flat["algo"].lower()  # SAPO and sapo are one algorithm
+    if isinstance(flat.get("env.id"), str):
+        try:
+            flat["env.id"] = resolve_env_id(flat["env.id"])
+        except UserError:
+            pass  # an env no longer registered: compare the names as written
+    return flat
+
+
+def config_conflicts(saved: dict[str, Any], config: Any) -> list[str]:
+    """The settings (dotted keys) whose value in ``config`` differs from the run's own.
+
+    Only keys the saved config has are compared: a key added to agentrl after the run started
+    keeps its default, which is what the run had.
+    """
+    old, new = _comparable(saved), _comparable(config.to_dict())
+    return sorted(
+        key for key in old.keys() & new.keys()
+        if key not in NOT_LEARNED and not key.startswith(UNREAD_SECTIONS)
+        and old[key] != new[key]
+    )
+
+
+def check_algorithm(run_dir: Path, saved: dict[str, Any], algo: str) -> None:
+    """Refuse to resume a run with another algorithm than its own, blaming the algorithm."""
+    own = saved.get("algo")
+    if own is not None and str(own).lower() != algo.lower():  # names are case-insensitive
+        raise UserError(f"Cannot resume '{run_dir}' with {algo}: it is a {own} run; "
+                        f"resume it with `agentrl run {own} --run-dir {run_dir} --resume`.")
+
+
+def check_resume_config(run_dir: Path, saved: dict[str, Any], config: Any) -> None:
+    """Refuse, in one sentence naming the keys, settings that differ from the run's own."""
+    check_algorithm(run_dir, saved, config.algo)
+    conflicts = config_conflicts(saved, config)
+    if not conflicts:
+        return
+    old, new = _comparable(saved), _comparable(config.to_dict())
+    shown = "; ".join(f"{k}: {old[k]!r} in its config.yaml, {new[k]!r} now" for k in conflicts)
+    allowed = ", ".join(sorted(NOT_LEARNED))
+    raise UserError(f"Cannot resume '{run_dir}' with settings other than its own ({shown}); "
+                    f"drop them (only {allowed} may change on resume).")
+
+
+def resume_config(run_dir: Path, algo: str, env: str | None, model: str | None,
+                  config_path: Path | None, overrides: list[str]) -> Any | None:
+    """The config of ``agentrl run ALGO --run-dir DIR --resume``: the run's own ``config.yaml``
+    with what the command line gives again on top (checked by :func:`check_resume_config` when
+    the trainer starts). None when the folder has no ``config.yaml``."""
+    saved = read_saved_config(run_dir)
+    if saved is None:
+        return None
+    check_algorithm(run_dir, saved, algo)
+    return build_config(algo=algo, env=env, model=model, config_path=config_path,
+                        overrides=overrides, base=saved)
