@@ -132,3 +132,38 @@ def test_a_visible_time_limit_ends_the_episode_as_terminal(tiny_model, tokenizer
     keydoor = make_engine(policy, backend, RolloutConfig(action_mode="constrained", max_turns=2),
                           env_factory(EnvConfig(id="keydoor"), "train"))
     assert keydoor.time_limit_terminal is False
+
+
+def test_value_epochs_under_lora_keep_the_value_rows_at_value_lr(sapo_parts):
+    """With LoRA the value rows are a parameter group of the main AdamW. A value-only epoch
+    steps that optimizer at ``value_epoch_lr`` (shared moments): the backbone's group takes that
+    rate for the step, the value rows' group keeps ``value_lr``, and both get their rates back."""
+    from agentrl.algorithms.readout import VALUE_ROWS_GROUP
+    from agentrl.training.compose import apply_lora
+    from agentrl.training.config import ModelConfig
+
+    model, values, tokenizer = sapo_parts
+    model = apply_lora(model, ModelConfig(lora_rank=4, lora_alpha=8.0), values)
+    cfg = SAPOConfig(kl_coef=0.0, lr=1e-4, value_lr=1e-2, value_epochs=1, value_epoch_lr=1e-3)
+    algo = SAPO(cfg, Policy(model, tokenizer, values), r_max=1.0)
+    body, rows = algo.optimizer.param_groups
+    assert rows.get(VALUE_ROWS_GROUP) and not body.get(VALUE_ROWS_GROUP)
+    row_params = list(rows["params"])
+    body_params = list(body["params"])
+    before_rows = [p.detach().clone() for p in row_params]
+    before_body = [p.detach().clone() for p in body_params]
+    for p in row_params + body_params:
+        p.grad = torch.ones_like(p)
+    algo.value_pass_step(cfg.value_epoch_lr)
+    # Adam's first step moves each weight by its group's rate (bias-corrected, g / |g| = 1)
+    row_moves = torch.cat([(b - p.detach()).flatten() for b, p in zip(before_rows, row_params, strict=True)])
+    body_moves = torch.cat([(b - p.detach()).flatten() for b, p in zip(before_body, body_params, strict=True)])
+    assert row_moves.abs().max().item() == pytest.approx(1e-2, rel=1e-3)
+    assert body_moves.abs().max().item() == pytest.approx(1e-3, rel=1e-3)
+    assert (body["lr"], rows["lr"]) == (1e-4, 1e-2)  # restored after the step
+    # a checkpoint from before the mark: loading keeps the rows' group marked
+    state = algo.state_dict()
+    for group in state["optimizer"]["param_groups"]:
+        group.pop(VALUE_ROWS_GROUP, None)
+    algo.load_state_dict(state)
+    assert algo.optimizer.param_groups[1].get(VALUE_ROWS_GROUP)

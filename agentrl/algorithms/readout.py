@@ -10,17 +10,23 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+#: Key of the parameter group that holds SAPO's value rows under LoRA (peft keeps them in parameters
+#: of their own): such a group trains at ``value_lr`` whatever rate the backbone is stepped at.
+VALUE_ROWS_GROUP = "value_rows"
+
 
 @contextmanager
 def optimizer_lr(optimizer: torch.optim.Optimizer, lr: float | None) -> Iterator[None]:
-    """Every parameter group of ``optimizer`` at ``lr`` for the steps inside (None: as it is).
-    SAPO's value-only epochs step the shared backbone at a rate of their own this way."""
+    """Every parameter group of ``optimizer`` at ``lr`` for the steps inside (None: as it is),
+    except a group marked ``VALUE_ROWS_GROUP`` (SAPO's value rows under LoRA), which keeps its
+    ``value_lr``. SAPO's value-only epochs step the shared backbone at a rate of their own this way."""
     if lr is None:
         yield
         return
     saved = [group["lr"] for group in optimizer.param_groups]
     for group in optimizer.param_groups:
-        group["lr"] = lr
+        if not group.get(VALUE_ROWS_GROUP, False):
+            group["lr"] = lr
     try:
         yield
     finally:

@@ -38,6 +38,7 @@ from agentrl.algorithms.base import (
     turn_advantages_to_tokens,
 )
 from agentrl.algorithms.losses import clipped_value_loss, explained_variance, squash
+from agentrl.algorithms.readout import VALUE_ROWS_GROUP
 from agentrl.algorithms.value_rows import RowAdam
 from agentrl.models.policy import Scores
 from agentrl.rollout.trajectory import Trajectory
@@ -96,7 +97,7 @@ class SAPO(ClippedPolicyGradient):
                 rest = [p for p in policy.model.parameters() if p.requires_grad and id(p) not in held]
                 self.optimizer = torch.optim.AdamW(
                     [{"params": rest}, {"params": [p for p, _ in readout_params], "lr": config.value_lr,
-                                        "weight_decay": 0.0}],
+                                        "weight_decay": 0.0, VALUE_ROWS_GROUP: True}],
                     lr=config.lr, weight_decay=config.weight_decay)
             else:
                 self.value_rows = RowAdam(readout_params, lr=config.value_lr)
@@ -123,7 +124,12 @@ class SAPO(ClippedPolicyGradient):
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        lora_rows = [g.get(VALUE_ROWS_GROUP, False) for g in self.optimizer.param_groups]
         super().load_state_dict(state)
+        # a checkpoint written before the mark existed brings its groups without it
+        for group, mark in zip(self.optimizer.param_groups, lora_rows, strict=True):
+            if mark:
+                group[VALUE_ROWS_GROUP] = True
         if self.value_optimizer is not None and state.get("value_optimizer") is not None:
             self.value_optimizer.load_state_dict(state["value_optimizer"])
 

@@ -131,7 +131,7 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
                 "it includes whatever the process already held.",
             )
         )
-        inherited = _inherited_memory_note(groups)
+        inherited = inherited_memory_note(groups)
         if inherited is not None:
             section.blocks.append(inherited)
         path = figures.memory_bars(groups, memory, ppo, figure_dir / "peak_memory.png")
@@ -146,8 +146,9 @@ def _efficiency(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
     return section
 
 
-def _inherited_memory_note(groups: Sequence[RunGroup]) -> Note | None:
-    """Which runs' peak RSS is left out of the memory numbers, and why."""
+def inherited_memory_note(groups: Sequence[RunGroup]) -> Note | None:
+    """Which runs' peak RSS is left out of the memory numbers, and why: placed under every table
+    that shows peak RSS (the headline and the memory table), so each can be read alone."""
     names = [_run_name(r) for g in groups for r in g.runs if r.memory_inherited]
     if not names:
         return None

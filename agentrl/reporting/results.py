@@ -26,7 +26,7 @@ from agentrl.reporting.blocks import (
     Table,
     fmt,
 )
-from agentrl.reporting.costs import _inherited_memory_note
+from agentrl.reporting.costs import inherited_memory_note
 from agentrl.reporting.data import comparability
 from agentrl.reporting.paired import BOOTSTRAP_SAMPLES, paired_differences
 from agentrl.reporting.runs import RunGroup
@@ -96,7 +96,7 @@ def _headline(groups: Sequence[RunGroup], figure_dir: Path) -> Section:
         )
     )
 
-    inherited = _inherited_memory_note(groups)
+    inherited = inherited_memory_note(groups)
     if inherited is not None:
         section.blocks.append(inherited)
 
