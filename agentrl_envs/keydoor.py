@@ -13,6 +13,7 @@ layouts from a disjoint seed range, so evaluation tasks are not the training see
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,9 +85,15 @@ class KeyDoorEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "r_max": 1.0, "system_prompt": SYSTEM_PROMPT}
 
     def __init__(self, n_rooms: int = 3, max_steps: int = 12, split: str = "train",
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, step_latency_s: float = 0.0):
+        """``step_latency_s``: each step sleeps this long first, standing for an env that answers
+        over a network (a remote simulator, a browser, a tool): the asynchronous-rollout
+        benchmark's knob (benchmarks/bench_async.py). 0: none."""
         if not 2 <= n_rooms <= len(ROOM_NAMES):
             raise ValueError(f"n_rooms must be between 2 and {len(ROOM_NAMES)}")
+        if not 0 <= step_latency_s <= 60:
+            raise ValueError("step_latency_s must be between 0 and 60 seconds")
+        self.step_latency_s = float(step_latency_s)
         if split not in SPLIT_OFFSETS:
             raise ValueError(f"split must be one of {sorted(SPLIT_OFFSETS)}")
         self.split = split
@@ -114,6 +121,8 @@ class KeyDoorEnv(gym.Env):
 
     def step(self, action: str):
         assert self._layout is not None, "call reset() first"
+        if self.step_latency_s:
+            time.sleep(self.step_latency_s)
         self._steps += 1
         # Not text, too long or unencodable: no command, answered like any unknown one.
         problem = action_problem(action, self.action_space.max_length)

@@ -24,6 +24,7 @@ from torch import nn
 from agentrl.algorithms.batch import (  # also agentrl.algorithms.base's public names, as before
     ItemScores,
     TurnBatch,
+    behaviour_logprobs,
     logprob_gap,
     micro_batches,
     split_tokens,
@@ -85,6 +86,14 @@ class AlgoConfig:
     #: min(exp(old log-prob - rollout log-prob), tis_cap) to correct for a generator that is a
     #: different numerical path (vLLM, a bf16 copy). 0: off.
     tis_cap: float = 0.0
+    #: How the update treats episodes played by older weights (``rollout.max_staleness`` > 0).
+    #: ``decoupled``: the clipped ratio is taken against the trainer's old pass (the proximal
+    #: policy) and each token weighted by min(pi_old / pi_behaviour, ``tis_cap``), the decoupled
+    #: PPO objective (Hilton et al. 2022, "Batch size-invariance for policy optimization"; the
+    #: objective AReaL trains asynchronously with). ``behaviour``: the ratio is taken against the
+    #: log-probs the engine recorded while playing (plain PPO on stale data: its clip bounds the
+    #: step from the behaviour policy, not from the current one). Synchronous runs: no effect.
+    off_policy: str = "decoupled"
     #: Value warm-up: the first N updates train only the value readout, so that RL from a warm
     #: start (an SFT checkpoint) begins with values that mean something (SAPO's value rows start
     #: at zero: explained variance ~0 for the first iterations). SAPO: only the two value rows
@@ -171,6 +180,9 @@ class ClippedPolicyGradient(ScoringPasses, ValueReadout, Algorithm, ABC):
         params = [p for p in policy.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
         self.updates_done = 0  # updates made so far (resumed from the checkpoint)
+        #: set by the trainer when rollouts run ahead of the update (``rollout.max_staleness`` > 0):
+        #: ``off_policy`` then decides what the policy ratio is taken against
+        self.asynchronous = False
         self.nonfinite_skipped = 0  # this update's minibatch steps dropped (algorithm.nonfinite: skip)
         self.warmup_ended = False  # the value warm-up reached value_warmup_ev early
         self.warmup_optimizer: torch.optim.Optimizer | None = None
@@ -335,7 +347,10 @@ class ClippedPolicyGradient(ScoringPasses, ValueReadout, Algorithm, ABC):
                     adv = torch.cat([token_advantages[i] for i in idx]).to(device)
                     ref = None if ref_logprobs is None else torch.cat([ref_logprobs[i] for i in idx]).to(device)
                     weights = None
-                    if cfg.tis_cap > 0:
+                    if self.asynchronous and cfg.off_policy == "behaviour":
+                        # the ratio against the policy that played the episodes (not the old pass)
+                        old = behaviour_logprobs([batch.turns[i] for i in idx], old).to(old.dtype)
+                    elif cfg.tis_cap > 0:
                         weights = tis_weights([batch.turns[i] for i in idx], old, cfg.tis_cap)
                     loss, terms = clipped_policy_loss(scores.logprobs, old, adv, ref, scores.entropy,
                                                       tokens_total, cfg, weights)

@@ -108,10 +108,9 @@ def logprob_gap(batch: TurnBatch, old_logprobs: Sequence[torch.Tensor]) -> float
     return total / count if count else float("nan")
 
 
-def tis_weights(turns: Sequence[Turn], old_logp: torch.Tensor, cap: float) -> torch.Tensor:
-    """Truncated importance weights ``min(exp(old - rollout), cap)`` per action token: the ratio
-    of the trainer's old policy to the distribution the tokens were sampled from. Tokens without a
-    recorded rollout log-prob get weight 1."""
+def behaviour_logprobs(turns: Sequence[Turn], old_logp: torch.Tensor) -> torch.Tensor:
+    """The log-probs the engine recorded for ``turns``' action tokens (the behaviour policy), in
+    the order of ``old_logp``; a turn recorded without them takes its ``old_logp`` entries."""
     rollout = []
     offset = 0
     for turn in turns:
@@ -120,5 +119,11 @@ def tis_weights(turns: Sequence[Turn], old_logp: torch.Tensor, cap: float) -> to
         rollout.append(torch.tensor(recorded, dtype=torch.float32) if recorded is not None
                        else old_logp[offset:offset + count].detach().float().cpu())
         offset += count
-    behaviour = torch.cat(rollout).to(old_logp.device) if rollout else old_logp.new_zeros(0)
-    return torch.exp(old_logp.detach().float() - behaviour).clamp(max=cap)
+    return torch.cat(rollout).to(old_logp.device) if rollout else old_logp.new_zeros(0)
+
+
+def tis_weights(turns: Sequence[Turn], old_logp: torch.Tensor, cap: float) -> torch.Tensor:
+    """Truncated importance weights ``min(exp(old - rollout), cap)`` per action token: the ratio
+    of the trainer's old policy to the distribution the tokens were sampled from. Tokens without a
+    recorded rollout log-prob get weight 1."""
+    return torch.exp(old_logp.detach().float() - behaviour_logprobs(turns, old_logp)).clamp(max=cap)

@@ -38,11 +38,14 @@ class HFBackend:
 
     def __init__(self, model: PreTrainedModel, stop_ids: Sequence[int], pad_id: int,
                  banned_ids: Sequence[int] = (), max_batch_rows: int = 64,
-                 dtype: torch.dtype | None = None, seed: int = 0, reuse_prefixes: bool = False):
+                 dtype: torch.dtype | None = None, seed: int = 0, reuse_prefixes: bool = False,
+                 separate: bool = False):
         """``dtype`` different from the model's keeps a separate copy for generation (e.g. bf16
-        on CPU, ~2x faster than fp32); :meth:`sync_weights` refreshes it after each update."""
+        on CPU, ~2x faster than fp32); :meth:`sync_weights` refreshes it after each update.
+        ``separate`` keeps such a copy whatever the dtype: asynchronous rollouts generate with it
+        while the trainer changes the policy's own weights."""
         self.policy_model = model
-        self.own_copy = dtype is not None and dtype != next(model.parameters()).dtype
+        self.own_copy = separate or (dtype is not None and dtype != next(model.parameters()).dtype)
         self.model = self._make_copy(dtype) if self.own_copy else model
         self.stop_ids = set(int(i) for i in stop_ids)
         self.pad_id = int(pad_id)
@@ -66,8 +69,10 @@ class HFBackend:
     def device(self) -> torch.device:
         return next(self.policy_model.parameters()).device
 
-    def _make_copy(self, dtype: torch.dtype) -> PreTrainedModel:
-        clone = copy.deepcopy(self.policy_model).to(dtype)
+    def _make_copy(self, dtype: torch.dtype | None) -> PreTrainedModel:
+        clone = copy.deepcopy(self.policy_model)
+        if dtype is not None:
+            clone = clone.to(dtype)
         clone.eval()
         clone.requires_grad_(False)
         return clone

@@ -89,6 +89,10 @@ class RolloutConfig:
     #: an exception in the env's reset/step: stop the run (resumable) or truncate that episode and
     #: replace the env (agentrl.envs.failures)
     env_errors: Literal["stop", "truncate"] = "stop"
+    #: Asynchronous rollouts (agentrl.training.producer): > 0 plays iteration i+k's episodes, with
+    #: the weights of iteration i's start, while the trainer updates on iteration i. Every
+    #: episode is then exactly k updates stale when it is trained on. 0: the synchronous loop.
+    max_staleness: int = 0
 
     def sampling(self, greedy: bool = False) -> SamplingParams:
         return SamplingParams(0.0 if greedy else self.temperature, self.top_p, self.max_new_tokens)

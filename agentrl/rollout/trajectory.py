@@ -58,6 +58,10 @@ class Trajectory:
     #: Played in conversation mode (agentrl.rollout.conversation): every turn's prompt + reply is a prefix
     #: of the next prompt (and of the bootstrap prompt), so the episode is scored as one sequence.
     conversation: bool = False
+    #: How many updates the weights that played this episode had made (the trainer's version
+    #: when it was played); with asynchronous rollouts the update's version minus this is its
+    #: staleness (agentrl.training.producer).
+    policy_version: int = 0
 
     @property
     def final_ids(self) -> list[int]:
@@ -89,6 +93,7 @@ class Trajectory:
             "won": self.won,
             "score": self.score,
             "return": self.episode_return,
+            "policy_version": self.policy_version,
             "turns": [
                 {
                     "observation": t.observation,

@@ -214,7 +214,9 @@ def generation_dtype(name: str, model_dtype: torch.dtype, device: torch.device) 
 
 
 def make_backend(policy: Policy, cfg: RolloutConfig, seed: int,
-                 model_cfg: ModelConfig | None = None) -> GenerationBackend:
+                 model_cfg: ModelConfig | None = None, separate: bool = False) -> GenerationBackend:
+    """The generation backend. ``separate`` (asynchronous rollouts): the hf backend generates
+    from a copy of its own, refreshed by ``sync_weights``, never from the weights being trained."""
     banned = policy.value_tokens.ids if policy.value_tokens is not None else []
     stops = stop_ids(policy.tokenizer, policy.model)
     model_dtype = next(policy.model.parameters()).dtype
@@ -227,7 +229,7 @@ def make_backend(policy: Policy, cfg: RolloutConfig, seed: int,
     if choose_backend(cfg.backend, model_name, vllm_unfit_reason(policy.model.config, policy.device)) == "hf":
         return HFBackend(policy.model, stops, policy.tokenizer.pad_token_id, banned,
                          max_batch_rows=cfg.generation_batch_size, dtype=dtype, seed=seed,
-                         reuse_prefixes=cfg.history == "conversation" and cfg.kv_reuse)
+                         reuse_prefixes=cfg.history == "conversation" and cfg.kv_reuse, separate=separate)
     from agentrl.backends.vllm import VLLMBackend, VLLMOptions
 
     model_cfg = model_cfg or ModelConfig()

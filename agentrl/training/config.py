@@ -312,6 +312,7 @@ RANGES: dict[str, Range] = {
     # first prompts are 90-140 tokens); below it a prompt cannot be shortened to fit
     "rollout.max_prompt_tokens": Range(256).capped(TOKENS),
     "rollout.generation_batch_size": AT_LEAST_ONE.capped(1_000_000), "rollout.env_workers": NON_NEGATIVE.capped(4096),
+    "rollout.max_staleness": NON_NEGATIVE.capped(8),
     "rollout.env_step_timeout_s": NON_NEGATIVE,  # 0: no step timeout
     "train.iterations": AT_LEAST_ONE.capped(MANY), "train.seed": SEED,
     "train.eval_every": NON_NEGATIVE.capped(MANY), "train.eval_episodes": NON_NEGATIVE.capped(1_000_000),
@@ -373,6 +374,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algorithm.gae_level": ("turn", "token"),
     "rollout.history": ("window", "conversation"),
     "algorithm.old_logprob_pass": ("auto", "always"),
+    "algorithm.off_policy": ("decoupled", "behaviour"),
     "rollout.list_admissible": ("every", "first", "never"),
     "train.parallel": ("none", "fsdp"),
 }
@@ -423,9 +425,25 @@ def _validate_words(config: RunConfig) -> None:
     if config.train.parallel == "fsdp" and getattr(config.algorithm, "value_warmup_iterations", 0) > 0:
         raise UserError("algorithm.value_warmup_iterations is not supported with train.parallel=fsdp yet "
                         "(the value rows are masked on full, unsharded gradients).")
+    _check_staleness(config)
     from agentrl.parallel.fsdp import check_parallel
 
     check_parallel(config.train.parallel, config.model.lora_rank, config.model.reference_offload)
+
+
+def _check_staleness(config: RunConfig) -> None:
+    """What asynchronous rollouts (``rollout.max_staleness`` > 0) run with so far."""
+    k = config.rollout.max_staleness
+    if not isinstance(k, int) or k == 0:
+        return
+    if config.rollout.backend == "vllm":
+        raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far; set rollout.backend=hf "
+                        "(or max_staleness=0 for vLLM).")
+    if config.train.parallel != "none":
+        raise UserError("rollout.max_staleness > 0 is not supported with train.parallel=fsdp yet; use max_staleness=0.")
+    if getattr(config.algorithm, "off_policy", "behaviour") == "decoupled" and getattr(config.algorithm, "tis_cap", 1) == 0:
+        raise UserError("rollout.max_staleness > 0 with algorithm.off_policy=decoupled needs algorithm.tis_cap > 0, "
+                        "the cap on the behaviour weights pi_old / pi_behaviour (2 is common), or off_policy=behaviour.")
 
 
 def _check_mps(device: str) -> None:

@@ -30,7 +30,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,7 @@ from agentrl.training.compose import env_factory, load_for_training, make_backen
 from agentrl.training.config import RunConfig
 from agentrl.training.fingerprints import for_run
 from agentrl.training.loggers import MetricSink, open_sinks
+from agentrl.training.producer import RolloutProducer, fresh_episodes
 from agentrl.training.resume import check_resume_config
 from agentrl.training.seeds import _python_rng_state, seed_everything, stream_seed, task_seeds
 from agentrl.training.sharded_checkpoint import (
@@ -114,7 +115,15 @@ class RunResult:
 
 
 class Trainer:
-    def __init__(self, config: RunConfig, resume: bool = False):
+    def __init__(self, config: RunConfig, resume: bool = False, rollout_lag: int | None = None):
+        """``rollout_lag``: play episodes this many iterations ahead of the update through the
+        asynchronous producer (agentrl.training.producer); None: ``rollout.max_staleness``, and
+        the synchronous loop when that is 0. 0 runs the producer on the synchronous schedule
+        (the tests check it against the loop key by key)."""
+        lag = config.rollout.max_staleness if rollout_lag is None else rollout_lag
+        if lag > 0 or rollout_lag is not None:
+            if config.rollout.backend == "auto":  # asynchronous rollouts run on the hf backend so far
+                config = replace(config, rollout=replace(config.rollout, backend="hf"))
         self.config = config
         algo_cls: type[Algorithm] = get_algorithm(config.algo)
         check_run_dir(config.train.run_dir)  # a new or empty folder, or a run: nothing else is written into
@@ -163,7 +172,23 @@ class Trainer:
         self.backend = make_backend(self.policy, fsdp_rollout_config(config.rollout, self.sharding),
                                     seed=config.train.seed + rank(),
                                     model_cfg=fsdp_model_config(config.model, self.sharding))
-        self.engine: RolloutEngine = make_engine(self.policy, self.backend, config.rollout, factory)
+        #: asynchronous rollouts: a worker with a copy of the weights of its own plays ahead
+        self.producer: RolloutProducer | None = None
+        self.producer_backend = None
+        if lag > 0 or rollout_lag is not None:
+            self.producer_backend = make_backend(self.policy, config.rollout, seed=config.train.seed + rank(),
+                                                 model_cfg=config.model, separate=True)
+            if self.producer_backend.name != "hf":
+                raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far; set rollout.backend=hf.")
+            self.engine: RolloutEngine = make_engine(self.policy, self.producer_backend, config.rollout, factory)
+            backend = self.producer_backend
+            self.producer = RolloutProducer(
+                self.engine, backend.sync_weights, self._tasks,
+                lambda i: backend.reseed(stream_seed(config.train.seed, i, "sampling", rank())),
+                lag=lag, last_iteration=config.train.iterations)
+            self.algorithm.asynchronous = lag > 0
+        else:
+            self.engine = make_engine(self.policy, self.backend, config.rollout, factory)
         self._eval_engine: RolloutEngine | None = None
         if is_main():
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -223,6 +248,9 @@ class Trainer:
                                  f"ends only such episodes instead).") from exc.__cause__
             evaluating = bool(cfg.eval_episodes) and (iteration == cfg.iterations or bool(
                 cfg.eval_every and iteration % cfg.eval_every == 0))
+            saved = (cfg.save_every > 0 and iteration % cfg.save_every == 0) or iteration == cfg.iterations
+            if self.producer is not None and (evaluating or saved):
+                self.producer.wait()  # evaluation and checkpoints run with the worker idle
             with self.whole_weights(evaluating):  # fsdp: every rank gathers, rank 0 evaluates
                 if cfg.eval_episodes and cfg.eval_every and iteration % cfg.eval_every == 0 and iteration != cfg.iterations and is_main():
                     record.update(self.run_eval(iteration))
@@ -234,7 +262,6 @@ class Trainer:
             if on_iteration is not None:
                 on_iteration(record)
             # save_every 0: only at the end
-            saved = (cfg.save_every > 0 and iteration % cfg.save_every == 0) or iteration == cfg.iterations
             if saved:
                 self.save_checkpoint(iteration)
             if iteration < cfg.iterations and should_stop is not None and all_reduce_max([int(should_stop())])[0]:
@@ -281,13 +308,21 @@ class Trainer:
         reset_peak_memory()
         start = time.perf_counter()
         self._seed_iteration(iteration)
-        k = self.algorithm.rollouts_per_task()
-        seeds = task_seeds(cfg.train.seed, iteration, cfg.rollout.tasks_per_iteration)
-        tasks = [Task(seed=s, group=g) for g, s in enumerate(seeds) for _ in range(k)]
-        tasks = split_groups(tasks, rank(), world_size())  # whole groups per rank (GRPO)
-        with timer.phase("rollout"), self.whole_weights(self.backend.name == "hf"):
-            rollout = self.engine.run(tasks)
-        trajectories = rollout.trajectories
+        async_metrics: dict[str, float] = {}
+        if self.producer is None:
+            with timer.phase("rollout"), self.whole_weights(self.backend.name == "hf"):
+                rollout = self.engine.run(self._tasks(iteration))
+            trajectories = rollout.trajectories
+            for traj in trajectories:
+                traj.policy_version = iteration - 1
+            played_seconds = timer.seconds["rollout"]
+        else:
+            with timer.phase("rollout"):  # only the wait, once rollouts run ahead
+                played = self.producer.next_batch(iteration)
+            rollout, played_seconds = played.rollout, played.seconds
+            trajectories, async_metrics = fresh_episodes(rollout.trajectories, iteration - 1, self.producer.lag)
+            async_metrics["async/restarted"] = float(played.restarted)
+            async_metrics["time/rollout_played"] = played.seconds
         crash_point("update", iteration)
         sleeper = self.backend if getattr(self.backend, "sleeps", False) else None
         if sleeper is not None:  # vLLM on a GPU gives its memory to the update (model.vllm_sleep)
@@ -332,7 +367,8 @@ class Trainer:
             prefilled = rollout.prompt_tokens - (rollout.reusable_prompt_tokens if cached else 0)
         record["tokens/prefilled"] = float(prefilled)
         record["perf/tokens_per_s"] = rollout.generated_tokens / max(rollout.generate_seconds, 1e-9)
-        record["perf/env_steps_per_s"] = rollout.env_steps / max(timer.seconds["rollout"], 1e-9)
+        record["perf/env_steps_per_s"] = rollout.env_steps / max(played_seconds, 1e-9)
+        record.update(async_metrics)
         last_sync = getattr(self.backend, "last_sync", None)  # the vLLM engine's probe check
         if last_sync is not None:
             record["sync/relative_gap"] = last_sync.relative_gap
@@ -356,6 +392,14 @@ class Trainer:
                     f"(a step too large: lower the learning rate); {kept}.")
         return (f"Iteration {iteration} stopped the run: the {exc.quantity} is {exc.value}, so its step was not "
                 f"applied (algorithm.nonfinite=skip would drop such minibatches instead); {kept}.")
+
+    def _tasks(self, iteration: int) -> list[Task]:
+        """Iteration ``iteration``'s tasks on this rank: seeds from (seed, iteration), each task
+        ``rollouts_per_task`` times, whole groups per rank (GRPO)."""
+        k = self.algorithm.rollouts_per_task()
+        seeds = task_seeds(self.config.train.seed, iteration, self.config.rollout.tasks_per_iteration)
+        tasks = [Task(seed=s, group=g) for g, s in enumerate(seeds) for _ in range(k)]
+        return split_groups(tasks, rank(), world_size())
 
     def _seed_iteration(self, iteration: int) -> None:
         """Reseed every random stream iteration ``iteration`` draws from, from (seed, iteration).
@@ -498,9 +542,13 @@ class Trainer:
         for sink in self.sinks:
             sink.close()
         self.sinks = []
+        if self.producer is not None:
+            self.producer.close()  # before the env pool it plays in
         self.engine.pool.close()
         if self._eval_engine is not None:
             self._eval_engine.pool.close()
+        if self.producer_backend is not None:
+            self.producer_backend.close()
         self.backend.close()  # before the group goes: a vLLM engine under torchrun uses it
         if self.owns_process_group:
             shutdown()
