@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from agentrl.rollout.engine import RolloutEngine, RolloutResult, Task
 from agentrl.rollout.trajectory import Trajectory
@@ -132,3 +133,26 @@ class RolloutProducer:
             future.cancel()
         self._executor.shutdown(wait=True)
         self.pending.clear()
+
+
+def start_producer(policy: Any, config: Any, factory: Callable[[], Any], tasks_of: Callable[[int], list[Task]],
+                   lag: int) -> tuple[RolloutProducer, Any]:
+    """The trainer's producer and its backend: an hf backend with a weight copy of its own
+    (refreshed by :meth:`RolloutProducer.publish`), an engine with its own env pool, and each
+    batch's sampling stream reseeded from (seed, iteration) as the synchronous loop does."""
+    from agentrl.errors import UserError
+    from agentrl.parallel.distributed import rank
+    from agentrl.training.compose import make_backend, make_engine
+    from agentrl.training.seeds import stream_seed
+
+    backend = make_backend(policy, config.rollout, seed=config.train.seed + rank(), model_cfg=config.model,
+                           separate=True)
+    if backend.name != "hf":
+        backend.close()
+        raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far; set rollout.backend=hf.")
+    engine = make_engine(policy, backend, config.rollout, factory)
+    seed = config.train.seed
+    producer = RolloutProducer(engine, backend.sync_weights, tasks_of,
+                               lambda i: backend.reseed(stream_seed(seed, i, "sampling", rank())),
+                               lag=lag, last_iteration=config.train.iterations)
+    return producer, backend

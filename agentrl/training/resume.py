@@ -76,3 +76,39 @@ def resume_config(run_dir: Path, algo: str, env: str | None, model: str | None,
     check_algorithm(run_dir, saved, algo)
     return build_config(algo=algo, env=env, model=model, config_path=config_path,
                         overrides=overrides, base=saved)
+
+
+def warn_on_readout_change(model_name: str | None, checkpoint: Path | None, algorithm: Any) -> None:
+    """A warm start from a SAPO checkpoint read at another value temperature: its trained
+    values arrive rescaled (V = squash(d / tau_v)); say so once, do not refuse (it may be
+    what the user wants)."""
+    import os
+    import warnings
+
+    if checkpoint is not None or not model_name or not Path(os.path.expanduser(model_name)).is_dir():
+        return
+    differs = readout_difference(Path(os.path.expanduser(model_name)), algorithm)
+    if differs is not None:
+        warnings.warn(f"model '{model_name}' was trained reading values with {differs[0]}; this run "
+                      f"reads them with {differs[1]}, so its starting values are rescaled.", stacklevel=3)
+
+
+def readout_difference(folder: Path, algorithm: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(recorded, current) when ``folder`` recorded a value readout other than ``algorithm``'s."""
+    from agentrl.models.value_tokens import saved_readout
+
+    recorded, current = saved_readout(folder), algorithm.readout_settings()
+    return (recorded, current) if recorded and current and recorded != current else None
+
+
+def nonfinite_message(latest: Path | None, iteration: int, exc: Any) -> str:
+    """One sentence for a run stopped by a non-finite number (``exc``: a
+    :class:`agentrl.algorithms.base.NonFiniteUpdate`): the iteration, the quantity, and which
+    checkpoint (``latest``) a resume would start from (nothing of this iteration is saved)."""
+    kept = f"checkpoint {latest.name} stays the latest" if latest is not None else "no checkpoint was written"
+    if exc.quantity.endswith("weights"):
+        owner = exc.quantity.removesuffix("weights")
+        return (f"Iteration {iteration} stopped the run: a {owner}weight is {exc.value} after a step "
+                f"(a step too large: lower the learning rate); {kept}.")
+    return (f"Iteration {iteration} stopped the run: the {exc.quantity} is {exc.value}, so its step was not "
+            f"applied (algorithm.nonfinite=skip would drop such minibatches instead); {kept}.")

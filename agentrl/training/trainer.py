@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
 import re
 import time
@@ -48,7 +47,7 @@ from agentrl.models.lora import (
     save_adapter_checkpoint,
 )
 from agentrl.models.policy import Policy
-from agentrl.models.value_tokens import ValueTokens, saved_readout
+from agentrl.models.value_tokens import ValueTokens
 from agentrl.parallel.distributed import (
     all_reduce_max,
     global_record,
@@ -89,8 +88,13 @@ from agentrl.training.compose import env_factory, load_for_training, make_backen
 from agentrl.training.config import RunConfig
 from agentrl.training.fingerprints import for_run
 from agentrl.training.loggers import MetricSink, open_sinks
-from agentrl.training.producer import RolloutProducer, fresh_episodes
-from agentrl.training.resume import check_resume_config
+from agentrl.training.producer import fresh_episodes, start_producer
+from agentrl.training.resume import (
+    check_resume_config,
+    nonfinite_message,
+    readout_difference,
+    warn_on_readout_change,
+)
 from agentrl.training.seeds import _python_rng_state, seed_everything, stream_seed, task_seeds
 from agentrl.training.sharded_checkpoint import (
     load_sharded,
@@ -121,9 +125,9 @@ class Trainer:
         the synchronous loop when that is 0. 0 runs the producer on the synchronous schedule
         (the tests check it against the loop key by key)."""
         lag = config.rollout.max_staleness if rollout_lag is None else rollout_lag
-        if lag > 0 or rollout_lag is not None:
-            if config.rollout.backend == "auto":  # asynchronous rollouts run on the hf backend so far
-                config = replace(config, rollout=replace(config.rollout, backend="hf"))
+        asynchronous = lag > 0 or rollout_lag is not None
+        if asynchronous and config.rollout.backend == "auto":  # the hf backend only, so far
+            config = replace(config, rollout=replace(config.rollout, backend="hf"))
         self.config = config
         algo_cls: type[Algorithm] = get_algorithm(config.algo)
         check_run_dir(config.train.run_dir)  # a new or empty folder, or a run: nothing else is written into
@@ -155,7 +159,7 @@ class Trainer:
         self.value_tokens: ValueTokens | None = loaded.value_tokens
         self.policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, config.rollout.temperature)
         self.algorithm = algo_cls(config.algorithm, self.policy, self.r_max, seed=config.train.seed)
-        self._warn_on_readout_change(config.model.name, checkpoint)
+        warn_on_readout_change(config.model.name, checkpoint, self.algorithm)
         if config.model.reference_offload:
             offload_reference(self.algorithm, self.policy.device)
         # train.parallel=fsdp: policy, reference and critic sharded over the ranks (agentrl/parallel/fsdp.py)
@@ -173,22 +177,11 @@ class Trainer:
                                     seed=config.train.seed + rank(),
                                     model_cfg=fsdp_model_config(config.model, self.sharding))
         #: asynchronous rollouts: a worker with a copy of the weights of its own plays ahead
-        self.producer: RolloutProducer | None = None
-        self.producer_backend = None
-        if lag > 0 or rollout_lag is not None:
-            self.producer_backend = make_backend(self.policy, config.rollout, seed=config.train.seed + rank(),
-                                                 model_cfg=config.model, separate=True)
-            if self.producer_backend.name != "hf":
-                raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far; set rollout.backend=hf.")
-            self.engine: RolloutEngine = make_engine(self.policy, self.producer_backend, config.rollout, factory)
-            backend = self.producer_backend
-            self.producer = RolloutProducer(
-                self.engine, backend.sync_weights, self._tasks,
-                lambda i: backend.reseed(stream_seed(config.train.seed, i, "sampling", rank())),
-                lag=lag, last_iteration=config.train.iterations)
-            self.algorithm.asynchronous = lag > 0
-        else:
-            self.engine = make_engine(self.policy, self.backend, config.rollout, factory)
+        self.producer, self.producer_backend = (start_producer(self.policy, config, factory, self._tasks, lag)
+                                                if asynchronous else (None, None))
+        self.algorithm.asynchronous = lag > 0
+        self.engine: RolloutEngine = (self.producer.engine if self.producer is not None
+                                      else make_engine(self.policy, self.backend, config.rollout, factory))
         self._eval_engine: RolloutEngine | None = None
         if is_main():
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -308,7 +301,7 @@ class Trainer:
         reset_peak_memory()
         start = time.perf_counter()
         self._seed_iteration(iteration)
-        async_metrics: dict[str, float] = {}
+        async_metrics: dict[str, float] = {}  # async/*: staleness, drops, restarts
         if self.producer is None:
             with timer.phase("rollout"), self.whole_weights(self.backend.name == "hf"):
                 rollout = self.engine.run(self._tasks(iteration))
@@ -321,8 +314,7 @@ class Trainer:
                 played = self.producer.next_batch(iteration)
             rollout, played_seconds = played.rollout, played.seconds
             trajectories, async_metrics = fresh_episodes(rollout.trajectories, iteration - 1, self.producer.lag)
-            async_metrics["async/restarted"] = float(played.restarted)
-            async_metrics["time/rollout_played"] = played.seconds
+            async_metrics.update({"async/restarted": float(played.restarted), "time/rollout_played": played.seconds})
         crash_point("update", iteration)
         sleeper = self.backend if getattr(self.backend, "sleeps", False) else None
         if sleeper is not None:  # vLLM on a GPU gives its memory to the update (model.vllm_sleep)
@@ -332,7 +324,7 @@ class Trainer:
             try:
                 algo_metrics = self.algorithm.update(trajectories, timer)
             except NonFiniteUpdate as exc:
-                raise UserError(self._nonfinite_message(iteration, exc)) from exc
+                raise UserError(nonfinite_message(latest_checkpoint(self.run_dir) if is_main() else None, iteration, exc)) from exc
         if sleeper is not None:
             with timer.phase("vllm_wake"):
                 sleeper.wake_up()
@@ -380,22 +372,8 @@ class Trainer:
             self._write_samples(iteration, trajectories)
         return record
 
-    def _nonfinite_message(self, iteration: int, exc: NonFiniteUpdate) -> str:
-        """One sentence for a run stopped by a non-finite number: the iteration, the quantity,
-        and which checkpoint stays ``latest`` (nothing of this iteration is saved)."""
-        latest = latest_checkpoint(self.run_dir) if is_main() else None
-        kept = (f"checkpoint {latest.name} stays the latest" if latest is not None
-                else "no checkpoint was written")
-        if exc.quantity.endswith("weights"):
-            owner = exc.quantity.removesuffix("weights")
-            return (f"Iteration {iteration} stopped the run: a {owner}weight is {exc.value} after a step "
-                    f"(a step too large: lower the learning rate); {kept}.")
-        return (f"Iteration {iteration} stopped the run: the {exc.quantity} is {exc.value}, so its step was not "
-                f"applied (algorithm.nonfinite=skip would drop such minibatches instead); {kept}.")
-
     def _tasks(self, iteration: int) -> list[Task]:
-        """Iteration ``iteration``'s tasks on this rank: seeds from (seed, iteration), each task
-        ``rollouts_per_task`` times, whole groups per rank (GRPO)."""
+        """Iteration ``iteration``'s tasks on this rank (whole groups per rank: GRPO)."""
         k = self.algorithm.rollouts_per_task()
         seeds = task_seeds(self.config.train.seed, iteration, self.config.rollout.tasks_per_iteration)
         tasks = [Task(seed=s, group=g) for g, s in enumerate(seeds) for _ in range(k)]
@@ -484,22 +462,6 @@ class Trainer:
             "python_rng": list(random.getstate()),
         }, folder / STATE_FILE)
 
-    def _warn_on_readout_change(self, model_name: str | None, checkpoint: Path | None) -> None:
-        """A warm start from a SAPO checkpoint read at another value temperature: its trained
-        values arrive rescaled (V = squash(d / tau_v)); say so once, do not refuse (it may be
-        what the user wants)."""
-        if checkpoint is not None or not model_name or not Path(os.path.expanduser(model_name)).is_dir():
-            return
-        differs = self._readout_difference(Path(os.path.expanduser(model_name)))
-        if differs is not None:
-            warnings.warn(f"model '{model_name}' was trained reading values with {differs[0]}; this run "
-                          f"reads them with {differs[1]}, so its starting values are rescaled.", stacklevel=2)
-
-    def _readout_difference(self, folder: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """(recorded, current) when ``folder`` recorded a value readout other than this run's."""
-        recorded, current = saved_readout(folder), self.algorithm.readout_settings()
-        return (recorded, current) if recorded and current and recorded != current else None
-
     def _restore(self, folder: Path, state: dict[str, Any]) -> None:
         """Weights, optimizer state, RNGs and counters of checkpoint ``folder`` (``state``: its
         trainer state, already read safely by :func:`agentrl.rundir.checkpoints.read_state`)."""
@@ -508,7 +470,7 @@ class Trainer:
         saved = ValueTokens.load(folder)
         if saved != self.value_tokens:
             raise UserError(f"Checkpoint '{folder}' reserved value tokens {saved} but the model now has {self.value_tokens}; resume with the same model.")
-        differs = self._readout_difference(folder)
+        differs = readout_difference(folder, self.algorithm)
         if differs is not None:
             raise UserError(f"Checkpoint '{folder}' was trained reading values with {differs[0]} but this run "
                             f"asks for {differs[1]}; resume with the same algorithm settings.")
