@@ -437,8 +437,10 @@ def _check_staleness(config: RunConfig) -> None:
     if not isinstance(k, int) or k == 0:
         return
     if config.rollout.backend == "vllm":
-        raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far; set rollout.backend=hf "
-                        "(or max_staleness=0 for vLLM).")
+        # vLLM samples from torch's global generator (VLLMBackend.reseed), which the trainer's
+        # thread reseeds too: a worker thread would make its samples depend on the timing
+        raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far (vLLM samples from torch's "
+                        "global generator, which the trainer reseeds); set rollout.backend=hf.")
     if config.train.parallel != "none":
         raise UserError("rollout.max_staleness > 0 is not supported with train.parallel=fsdp yet; use max_staleness=0.")
     if getattr(config.algorithm, "off_policy", "behaviour") == "decoupled" and getattr(config.algorithm, "tis_cap", 1) == 0:

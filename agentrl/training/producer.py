@@ -73,8 +73,9 @@ class RolloutProducer:
 
     def __init__(self, engine: RolloutEngine, sync_weights: Callable[[], None],
                  tasks_of: Callable[[int], list[Task]], reseed: Callable[[int], None],
-                 lag: int, last_iteration: int):
+                 lag: int, last_iteration: int, backend: Any = None):
         self.engine = engine
+        self.backend = backend  # the generation backend the engine plays with (evaluation uses it too)
         self._sync_weights = sync_weights
         self.tasks_of = tasks_of
         self.reseed = reseed
@@ -136,10 +137,11 @@ class RolloutProducer:
 
 
 def start_producer(policy: Any, config: Any, factory: Callable[[], Any], tasks_of: Callable[[int], list[Task]],
-                   lag: int) -> tuple[RolloutProducer, Any]:
-    """The trainer's producer and its backend: an hf backend with a weight copy of its own
-    (refreshed by :meth:`RolloutProducer.publish`), an engine with its own env pool, and each
-    batch's sampling stream reseeded from (seed, iteration) as the synchronous loop does."""
+                   lag: int) -> RolloutProducer:
+    """The trainer's producer: a generation backend whose weights are its own (the hf backend
+    with a copy), refreshed only by :meth:`RolloutProducer.publish`; an engine
+    with its own env pool; each batch's sampling stream reseeded from (seed, iteration) as the
+    synchronous loop does."""
     from agentrl.errors import UserError
     from agentrl.parallel.distributed import rank
     from agentrl.training.compose import make_backend, make_engine
@@ -147,12 +149,11 @@ def start_producer(policy: Any, config: Any, factory: Callable[[], Any], tasks_o
 
     backend = make_backend(policy, config.rollout, seed=config.train.seed + rank(), model_cfg=config.model,
                            separate=True)
-    if backend.name != "hf":
+    if backend.name != "hf":  # see agentrl.training.config._check_staleness
         backend.close()
         raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far; set rollout.backend=hf.")
     engine = make_engine(policy, backend, config.rollout, factory)
     seed = config.train.seed
-    producer = RolloutProducer(engine, backend.sync_weights, tasks_of,
-                               lambda i: backend.reseed(stream_seed(seed, i, "sampling", rank())),
-                               lag=lag, last_iteration=config.train.iterations)
-    return producer, backend
+    return RolloutProducer(engine, backend.sync_weights, tasks_of,
+                           lambda i: backend.reseed(stream_seed(seed, i, "sampling", rank())),
+                           lag=lag, last_iteration=config.train.iterations, backend=backend)

@@ -172,14 +172,13 @@ class Trainer:
         self.wall_time = 0.0
         if found is not None:
             self._restore(*found)
-        # the sampler is reseeded at the start of every iteration (_seed_iteration)
-        self.backend = make_backend(self.policy, fsdp_rollout_config(config.rollout, self.sharding),
-                                    seed=config.train.seed + rank(),
-                                    model_cfg=fsdp_model_config(config.model, self.sharding))
-        #: asynchronous rollouts: a worker with a copy of the weights of its own plays ahead
-        self.producer, self.producer_backend = (start_producer(self.policy, config, factory, self._tasks, lag)
-                                                if asynchronous else (None, None))
+        # the sampler is reseeded at the start of every iteration (_seed_iteration); asynchronous
+        # rollouts: a worker with a weight copy of its own plays ahead, and evaluates between
+        self.producer = start_producer(self.policy, config, factory, self._tasks, lag) if asynchronous else None
         self.algorithm.asynchronous = lag > 0
+        self.backend = self.producer.backend if self.producer is not None else make_backend(
+            self.policy, fsdp_rollout_config(config.rollout, self.sharding), seed=config.train.seed + rank(),
+            model_cfg=fsdp_model_config(config.model, self.sharding))
         self.engine: RolloutEngine = (self.producer.engine if self.producer is not None
                                       else make_engine(self.policy, self.backend, config.rollout, factory))
         self._eval_engine: RolloutEngine | None = None
@@ -243,7 +242,9 @@ class Trainer:
                 cfg.eval_every and iteration % cfg.eval_every == 0))
             saved = (cfg.save_every > 0 and iteration % cfg.save_every == 0) or iteration == cfg.iterations
             if self.producer is not None and (evaluating or saved):
-                self.producer.wait()  # evaluation and checkpoints run with the worker idle
+                self.producer.wait()  # evaluation and checkpoints run with the worker idle,
+                if evaluating:  # evaluation with this iteration's weights (published early)
+                    self.producer.publish(iteration)
             with self.whole_weights(evaluating):  # fsdp: every rank gathers, rank 0 evaluates
                 if cfg.eval_episodes and cfg.eval_every and iteration % cfg.eval_every == 0 and iteration != cfg.iterations and is_main():
                     record.update(self.run_eval(iteration))
@@ -328,8 +329,9 @@ class Trainer:
         if sleeper is not None:
             with timer.phase("vllm_wake"):
                 sleeper.wake_up()
-        with timer.phase("weight_sync"):
-            self.backend.sync_weights()
+        if self.producer is None:  # else the worker gets them when it is idle (producer.publish)
+            with timer.phase("weight_sync"):
+                self.backend.sync_weights()
         elapsed = time.perf_counter() - start
         self.env_steps += rollout.env_steps
         self.trajectories_seen += len(trajectories)
@@ -388,7 +390,8 @@ class Trainer:
         seed = self.config.train.seed
         seed_everything(stream_seed(seed, iteration, "global", rank()))
         self.algorithm.generator.manual_seed(stream_seed(seed, iteration, "minibatches"))
-        self.backend.reseed(stream_seed(seed, iteration, "sampling", rank()))
+        if self.producer is None:  # the worker reseeds each batch it plays
+            self.backend.reseed(stream_seed(seed, iteration, "sampling", rank()))
 
     # --- evaluation ---------------------------------------------------------------------------------
     @property
@@ -509,8 +512,6 @@ class Trainer:
         self.engine.pool.close()
         if self._eval_engine is not None:
             self._eval_engine.pool.close()
-        if self.producer_backend is not None:
-            self.producer_backend.close()
         self.backend.close()  # before the group goes: a vLLM engine under torchrun uses it
         if self.owns_process_group:
             shutdown()
