@@ -23,6 +23,11 @@ reference is the base with adapters disabled; PPO's critic is still a full 7B bo
 full (~57 GB), which is exactly the cost SAPO removes. vLLM takes ``--vllm-memory`` of the GPU
 and sleeps during every update (``model.vllm_sleep``), so the update has the GPU to itself.
 
+``--staleness K`` adds, per shape and env, SAPO on the transformers backend at
+``rollout.max_staleness`` 0 and K (``sapo@k0``, ``sapo@kK``: asynchronous rollouts run on the hf
+backend only so far, docs/async.md) and prints the k=0 / k=K iteration-time ratio: how much of the
+rollout the update hides on a GPU.
+
 Each run is its own process (a vLLM engine does not give all its memory back in-process), two
 iterations; the second (warm) iteration's numbers are reported. Runs that would start after
 ``--budget-s`` are skipped and listed, so the script ends in time whatever the machine.
@@ -104,6 +109,10 @@ def overrides_for(spec: dict, dry_run: bool) -> list[str]:
     else:
         common += ["rollout.tasks_per_iteration=16", "rollout.backend=vllm", "model.device=cuda",
                    "model.vllm_sleep=true", f"model.vllm_gpu_memory_utilization={spec['vllm_memory']}"]
+    if "@k" in spec["algo"]:  # asynchronous rollouts (hf backend only so far): the same run at k
+        k = int(spec["algo"].split("@k", 1)[1])
+        common += ["rollout.backend=hf", "model.vllm_sleep=false", f"rollout.max_staleness={k}",
+                   "algorithm.tis_cap=2", "train.iterations=3"]
     return ENVS[spec["env"]] + MODEL_SETTINGS[spec["shape"]] + common
 
 
@@ -116,7 +125,7 @@ def run_one(spec: dict) -> dict:
     overrides = overrides_for(spec, spec["dry_run"])
     if spec["dry_run"]:  # ignore the engine's own backend choice: the dry run is transformers
         os.environ.setdefault("AGENTRL_AUTO_BACKEND", "hf")
-    config = build_config(algo=spec["algo"], model=spec["model_dir"], overrides=overrides)
+    config = build_config(algo=spec["algo"].split("@", 1)[0], model=spec["model_dir"], overrides=overrides)
     start = time.perf_counter()
     result = train(config)
     warm = result.history[-1]
@@ -170,6 +179,14 @@ def report(results: dict[tuple[str, str, str], dict], skipped: list[str]) -> str
     for shape, env, ratio in ratios(results):
         lines.append(f"| {shape} | {env} | {ratio['update']:.2f} | {ratio['iteration']:.2f} | "
                      f"{ratio['peak_cuda_gb']:.2f} |")
+    overlap = [(shape, env, algo, r, results[(shape, env, "sapo@k0")]) for (shape, env, algo), r in results.items()
+               if "@k" in algo and not algo.endswith("@k0") and "error" not in r
+               and "error" not in results.get((shape, env, "sapo@k0"), {"error": 1})]
+    if overlap:
+        lines += ["", "| shape | env | run | iteration s at k=0 | iteration s at k | k=0 / k |", "|---|---|---|---|---|---|"]
+        for shape, env, algo, r, base in overlap:
+            lines.append(f"| {shape} | {env} | {algo} | {base['iteration']:.1f} | {r['iteration']:.1f} | "
+                         f"{base['iteration'] / r['iteration']:.2f} |")
     if skipped:
         lines += ["", "Skipped (time budget): " + ", ".join(skipped)]
     return "\n".join(lines)
@@ -183,6 +200,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--envs", default="keydoor,alfworld")
     parser.add_argument("--vllm-memory", type=float, default=0.25, help="vLLM's share of the GPU")
     parser.add_argument("--budget-s", type=float, default=420.0, help="start no run after this many seconds")
+    parser.add_argument("--staleness", type=int, default=0,
+                        help="also SAPO at rollout.max_staleness 0 and K on the hf backend (0: not)")
     parser.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -195,6 +214,7 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.dry_run and not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA GPU here; use --dry-run to check the script on CPU.")
     shapes = ["dry"] if args.dry_run else args.models.split(",")
+    algos = args.algos.split(",") + (["sapo@k0", f"sapo@k{args.staleness}"] if args.staleness > 0 else [])
     device = "cpu" if args.dry_run else "cuda"
     start = time.perf_counter()
     results: dict[tuple[str, str, str], dict] = {}
@@ -202,13 +222,13 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="agentrl-gpu-check-") as tmp:
         for shape in shapes:
             if time.perf_counter() - start > args.budget_s:
-                skipped += [f"{shape}/{e}/{a}" for e in args.envs.split(",") for a in args.algos.split(",")]
+                skipped += [f"{shape}/{e}/{a}" for e in args.envs.split(",") for a in algos]
                 continue
             t0 = time.perf_counter()
             model_dir = build_model_folder(shape, Path(tmp) / f"model-{shape}", device)
             print(f"[gpu_check] {shape}: random weights written in {time.perf_counter() - t0:.0f} s", flush=True)
             for env in args.envs.split(","):
-                for algo in args.algos.split(","):
+                for algo in algos:
                     name = f"{shape}/{env}/{algo}"
                     elapsed = time.perf_counter() - start
                     if elapsed > args.budget_s:

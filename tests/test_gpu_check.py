@@ -38,3 +38,12 @@ def test_gpu_check_dry_run(tmp_path, monkeypatch, capsys):
                 vllm_memory=0.25, run_dir=str(tmp_path / "isolated"))
     result = script._run_in_subprocess(spec, timeout_s=240)
     assert result["turns"] > 0 and result["vllm_sleep"] == 0.0
+
+
+@pytest.mark.slow
+def test_gpu_check_dry_run_compares_asynchronous_rollouts(monkeypatch, capsys):
+    monkeypatch.setenv("AGENTRL_AUTO_BACKEND", "hf")
+    payload = _script().main(["--dry-run", "--envs", "keydoor", "--algos", "sapo", "--staleness", "1"])
+    assert set(payload["results"]) == {"dry/keydoor/sapo", "dry/keydoor/sapo@k0", "dry/keydoor/sapo@k1"}
+    assert all("error" not in r for r in payload["results"].values()), payload["results"]
+    assert "k=0 / k" in capsys.readouterr().out

@@ -143,10 +143,13 @@ def start_producer(policy: Any, config: Any, factory: Callable[[], Any], tasks_o
     with its own env pool; each batch's sampling stream reseeded from (seed, iteration) as the
     synchronous loop does."""
     from agentrl.errors import UserError
-    from agentrl.parallel.distributed import rank
+    from agentrl.parallel.distributed import rank, world_size
     from agentrl.training.compose import make_backend, make_engine
     from agentrl.training.seeds import stream_seed
 
+    if world_size() > 1:
+        raise UserError("rollout.max_staleness > 0 is not supported under torchrun yet (one worker per rank is "
+                        "untested); run it in one process, or with max_staleness=0.")
     backend = make_backend(policy, config.rollout, seed=config.train.seed + rank(), model_cfg=config.model,
                            separate=True)
     if backend.name != "hf":  # see agentrl.training.config._check_staleness

@@ -120,10 +120,9 @@ class RunResult:
 
 class Trainer:
     def __init__(self, config: RunConfig, resume: bool = False, rollout_lag: int | None = None):
-        """``rollout_lag``: play episodes this many iterations ahead of the update through the
-        asynchronous producer (agentrl.training.producer); None: ``rollout.max_staleness``, and
-        the synchronous loop when that is 0. 0 runs the producer on the synchronous schedule
-        (the tests check it against the loop key by key)."""
+        """``rollout_lag``: play this many iterations ahead through the producer (agentrl.training.producer);
+        None: ``rollout.max_staleness`` (0: the synchronous loop); 0: the producer on the synchronous
+        schedule (tests check it against the loop key by key)."""
         lag = config.rollout.max_staleness if rollout_lag is None else rollout_lag
         asynchronous = lag > 0 or rollout_lag is not None
         if asynchronous and config.rollout.backend == "auto":  # the hf backend only, so far
