@@ -110,3 +110,29 @@ def test_merge_records_gives_the_global_batch_statistics():
     assert merged["time/rollout"] == 7.0 and merged["memory/peak_rss_gb"] == 1.5
     assert merged["loss/value_v"] == pytest.approx((0.2 * 6 + 0.6 * 4) / 10)  # turn-weighted
     assert merged["optim/lr"] == 1e-5 and merged["note"] == "a"
+
+
+@pytest.mark.slow
+def test_torchrun_with_asynchronous_rollouts_matches_one_process(tmp_path):
+    """``rollout.max_staleness: 1`` under torchrun: each rank's own worker plays its share of
+    iteration 2 with version 0 while the ranks update on iteration 1. Rollouts are greedy, so both
+    runs play the same global batches with the same weights, one update stale, and take the same
+    second step."""
+    extra = ["rollout.max_staleness=1", "algorithm.tis_cap=2"]
+    single, dist = tmp_path / "single", tmp_path / "dist"
+    done = subprocess.run([sys.executable, str(JOB), str(single), *extra], env=_env(), cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc_per_node", "2", str(JOB), str(dist), *extra],
+                          env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    one, two = _records(single), _records(dist)
+    assert [r["async/staleness_max"] for r in two] == [r["async/staleness_max"] for r in one] == [0, 1]
+    for a, b in zip(one, two, strict=True):
+        for key in ("rollout/episodes", "rollout/return", "rollout/episode_length", "env_steps"):
+            assert b[key] == pytest.approx(a[key], rel=1e-9), (a["iteration"], key)
+        assert b["optim/grad_norm"] == pytest.approx(a["optim/grad_norm"], rel=1e-4)
+    after_single, after_dist = _weights(single, 2), _weights(dist, 2)
+    gap = max(float((after_single[k] - after_dist[k]).abs().max()) for k in after_single)
+    assert gap < 1e-4, gap

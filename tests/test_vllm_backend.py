@@ -431,3 +431,38 @@ def test_only_the_warnings_of_what_the_backend_does_on_purpose_are_dropped(caplo
         layerwise.warning("%s: Failed to load weights", "ParallelLMHead")
         layerwise.warning("%s: Failed to load weights", "QKVParallelLinear")
     assert [r.getMessage() for r in caplog.records] == ["QKVParallelLinear: Failed to load weights"]
+
+
+@needs_vllm
+def test_asynchronous_rollouts_on_vllm_are_deterministic(setup):
+    """The producer's worker thread plays on the vLLM engine (rollout.max_staleness 1): batches
+    carry the version they were played with, and replaying the same schedule gives the same
+    tokens. vLLM samples from torch's global generator, which the worker reseeds per batch; the
+    trainer's thread leaves it alone (agentrl/training/producer.py, ``owns_global_rng``)."""
+    from agentrl.rollout.engine import RolloutConfig, Task
+    from agentrl.training.compose import env_factory, make_engine
+    from agentrl.training.config import EnvConfig
+    from agentrl.training.producer import RolloutProducer
+
+    policy, backend = setup
+    cfg = RolloutConfig(tasks_per_iteration=2, max_turns=3, action_mode="constrained", max_new_tokens=16)
+    engine = make_engine(policy, backend, cfg, env_factory(EnvConfig(id="keydoor"), "train"))
+
+    def play() -> list:
+        producer = RolloutProducer(engine, backend.sync_weights,
+                                   lambda i: [Task(seed=100 + i, group=0), Task(seed=200 + i, group=1)],
+                                   lambda i: backend.reseed(1000 + i), lag=1, last_iteration=3, backend=backend)
+        assert producer.owns_global_rng
+        out = []
+        for i in (1, 2, 3):
+            batch = producer.next_batch(i)
+            out.append([(t.policy_version, [turn.action_ids for turn in t.turns]) for t in batch.rollout.trajectories])
+        producer.close()
+        return out
+
+    try:
+        first, second = play(), play()
+    finally:
+        engine.pool.close()
+    assert [[v for v, _ in batch] for batch in first] == [[0, 0], [0, 0], [1, 1]]
+    assert first == second

@@ -436,11 +436,9 @@ def _check_staleness(config: RunConfig) -> None:
     k = config.rollout.max_staleness
     if not isinstance(k, int) or k == 0:
         return
-    if config.rollout.backend == "vllm":
-        # vLLM samples from torch's global generator (VLLMBackend.reseed), which the trainer's
-        # thread reseeds too: a worker thread would make its samples depend on the timing
-        raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far (vLLM samples from torch's "
-                        "global generator, which the trainer reseeds); set rollout.backend=hf.")
+    if config.model.vllm_sleep:
+        raise UserError("rollout.max_staleness > 0 cannot be combined with model.vllm_sleep: the engine plays the "
+                        "next episodes while the trainer updates, so it cannot give its memory to the update.")
     if config.train.parallel != "none":
         raise UserError("rollout.max_staleness > 0 is not supported with train.parallel=fsdp yet; use max_staleness=0.")
     if getattr(config.algorithm, "off_policy", "behaviour") == "decoupled" and getattr(config.algorithm, "tis_cap", 1) == 0:

@@ -76,6 +76,9 @@ class RolloutProducer:
                  lag: int, last_iteration: int, backend: Any = None):
         self.engine = engine
         self.backend = backend  # the generation backend the engine plays with (evaluation uses it too)
+        #: vLLM samples from torch's global generator (VLLMBackend.reseed): the worker then owns it,
+        #: and the trainer's thread leaves it alone (no global reseed per iteration)
+        self.owns_global_rng = getattr(backend, "name", "hf") == "vllm"
         self._sync_weights = sync_weights
         self.tasks_of = tasks_of
         self.reseed = reseed
@@ -142,19 +145,12 @@ def start_producer(policy: Any, config: Any, factory: Callable[[], Any], tasks_o
     with a copy), refreshed only by :meth:`RolloutProducer.publish`; an engine
     with its own env pool; each batch's sampling stream reseeded from (seed, iteration) as the
     synchronous loop does."""
-    from agentrl.errors import UserError
-    from agentrl.parallel.distributed import rank, world_size
+    from agentrl.parallel.distributed import rank
     from agentrl.training.compose import make_backend, make_engine
     from agentrl.training.seeds import stream_seed
 
-    if world_size() > 1:
-        raise UserError("rollout.max_staleness > 0 is not supported under torchrun yet (one worker per rank is "
-                        "untested); run it in one process, or with max_staleness=0.")
     backend = make_backend(policy, config.rollout, seed=config.train.seed + rank(), model_cfg=config.model,
                            separate=True)
-    if backend.name != "hf":  # see agentrl.training.config._check_staleness
-        backend.close()
-        raise UserError("rollout.max_staleness > 0 runs on the hf backend only so far; set rollout.backend=hf.")
     engine = make_engine(policy, backend, config.rollout, factory)
     seed = config.train.seed
     return RolloutProducer(engine, backend.sync_weights, tasks_of,

@@ -29,7 +29,7 @@ import re
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +125,6 @@ class Trainer:
         schedule (tests check it against the loop key by key)."""
         lag = config.rollout.max_staleness if rollout_lag is None else rollout_lag
         asynchronous = lag > 0 or rollout_lag is not None
-        if asynchronous and config.rollout.backend == "auto":  # the hf backend only, so far
-            config = replace(config, rollout=replace(config.rollout, backend="hf"))
         self.config = config
         algo_cls: type[Algorithm] = get_algorithm(config.algo)
         check_run_dir(config.train.run_dir)  # a new or empty folder, or a run: nothing else is written into
@@ -382,12 +380,11 @@ class Trainer:
 
     def _seed_iteration(self, iteration: int) -> None:
         """Reseed every random stream iteration ``iteration`` draws from, from (seed, iteration).
-
         The minibatch shuffles use no rank (every rank shuffles alike, as before); the sampler
-        and the global RNGs (dropout, anything else) get one stream per rank.
-        """
+        and the global RNGs (dropout, anything else) get one stream per rank."""
         seed = self.config.train.seed
-        seed_everything(stream_seed(seed, iteration, "global", rank()))
+        if self.producer is None or not self.producer.owns_global_rng:  # else the worker's sampler
+            seed_everything(stream_seed(seed, iteration, "global", rank()))
         self.algorithm.generator.manual_seed(stream_seed(seed, iteration, "minibatches"))
         if self.producer is None:  # the worker reseeds each batch it plays
             self.backend.reseed(stream_seed(seed, iteration, "sampling", rank()))
