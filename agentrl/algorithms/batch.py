@@ -82,6 +82,9 @@ class ItemScores:
     logprobs: list[torch.Tensor]  # per item
     pre: torch.Tensor | None
     post: torch.Tensor | None
+    #: [size, H] per slot, the final hidden states at the pre / post boundaries (``keep_hidden``)
+    hidden_pre: torch.Tensor | None = None
+    hidden_post: torch.Tensor | None = None
 
 
 def split_tokens(flat: torch.Tensor, counts: Sequence[int]) -> list[torch.Tensor]:

@@ -61,9 +61,10 @@ class ScoringPasses:
     # --- passes without gradients ---------------------------------------------------------------
     @torch.no_grad()
     def score_batch(self, batch: TurnBatch, *, values: bool = False, reference: bool = False,
-                    bootstrap: bool = False, pass_name: str = "old_logprob") -> ItemScores:
+                    bootstrap: bool = False, pass_name: str = "old_logprob", keep_hidden: bool = False) -> ItemScores:
         """Score every turn of ``batch`` (and, with ``bootstrap``, every bootstrap prompt after
-        them) by running each unit once; per-slot log-probs and value readouts."""
+        them) by running each unit once; per-slot log-probs and value readouts (``keep_hidden``:
+        and the boundary hidden states they were read from)."""
         n = len(batch.items)
         size = n + (len(batch.bootstrap_items) if bootstrap else 0)
         rows: list[tuple[SequenceItem, list[int]]] = []
@@ -75,6 +76,7 @@ class ScoringPasses:
         logprobs: list[torch.Tensor] = [torch.zeros(0)] * size
         pre = torch.zeros(size) if values else None
         post = torch.zeros(size) if values else None
+        hidden: list[torch.Tensor | None] = [None] * size  # per slot: [2, H] (pre, post)
         was_training = self.policy.model.training
         self.policy.model.eval()
         try:
@@ -95,8 +97,14 @@ class ScoringPasses:
                     if values:
                         pre[slot] = scores.pre[j].cpu()
                         post[slot] = scores.post[j].cpu()
+                        if keep_hidden and scores.boundary_hidden is not None:
+                            half = len(scores.pre)
+                            hidden[slot] = scores.boundary_hidden[[j, half + j]].float().cpu()
         finally:
             self.policy.model.train(was_training)
+        if keep_hidden and values and all(h is not None for h in hidden):
+            both = torch.stack(hidden)  # type: ignore[arg-type]
+            return ItemScores(logprobs, pre, post, both[:, 0], both[:, 1])
         return ItemScores(logprobs, pre, post)
 
     @torch.no_grad()

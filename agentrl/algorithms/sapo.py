@@ -39,7 +39,7 @@ from agentrl.algorithms.base import (
 )
 from agentrl.algorithms.losses import clipped_value_loss, explained_variance, squash
 from agentrl.algorithms.readout import VALUE_ROWS_GROUP
-from agentrl.algorithms.value_rows import RowAdam
+from agentrl.algorithms.value_rows import RowAdam, fit_value_rows
 from agentrl.models.policy import Scores
 from agentrl.rollout.trajectory import Trajectory
 from agentrl.rundir.metrics import PhaseTimer
@@ -75,6 +75,14 @@ class SAPOConfig(AlgoConfig):
     #: weight, allocated at the first value epoch): still less than PPO's critic, which has
     #: weights and moments of its own.
     value_epoch_optimizer: str = "shared"
+    #: Head-only value steps (ours; the issue's "cheap readout steps"): after the old pass, this
+    #: many full-batch Adam steps on the two value rows alone, on the boundary hidden states that
+    #: pass already computed (:func:`agentrl.algorithms.value_rows.fit_value_rows`): no extra
+    #: forward, milliseconds. They refit the linear readout to this batch's targets before the
+    #: joint epochs; the advantages still use the old pass's V. 0: off. Full fine-tuning only.
+    value_head_steps: int = 0
+    #: Their rate (None: ``value_lr``, else ``lr``).
+    value_head_lr: float | None = None
 
 
 def readout(d: torch.Tensor, cfg: SAPOConfig) -> torch.Tensor:
@@ -159,7 +167,7 @@ class SAPO(ClippedPolicyGradient):
         # log-probs, V and Q; the bootstrap prompts of truncated episodes ride along for V(s_T).
         # It is never skipped: even exactly on-policy, GAE needs every V before the first backward.
         with timer.phase("old_logprob"):
-            old = self.score_batch(batch, values=True, bootstrap=True)
+            old = self.score_batch(batch, values=True, bootstrap=True, keep_hidden=cfg.value_head_steps > 0)
         v_old = readout(old.pre, cfg)
         q_old = readout(old.post, cfg)
         old_logprobs = old.logprobs[:n]
@@ -187,6 +195,11 @@ class SAPO(ClippedPolicyGradient):
         advantages = self.normalize(advantages, batch.valid_mask())
         token_adv = turn_advantages_to_tokens(advantages, batch.token_counts())
         v_old_turns, q_old_turns = v_old[:n], q_old[:n]
+        head_metrics: dict[str, float] = {}
+        if cfg.value_head_steps > 0 and n and old.hidden_pre is not None:
+            with timer.phase("value_head"):
+                head_metrics = self.fit_head(old.hidden_pre[:n], old.hidden_post[:n], v_old_turns, q_old_turns,
+                                             v_target, q_target)
 
         def value_losses(scores: Scores, idx: list[int], turns_total: float):
             return sapo_value_loss(scores.pre, scores.post, v_old_turns[idx], q_old_turns[idx],
@@ -206,7 +219,42 @@ class SAPO(ClippedPolicyGradient):
             "adv/std": float(raw_adv.std(unbiased=False)) if n else 0.0,
         })
         metrics.update(self.token_metrics(batch))
+        metrics.update(head_metrics)
         return self.finish_update(metrics, metrics["value/explained_variance_v"])
+
+    @torch.no_grad()
+    def fit_head(self, hidden_pre: torch.Tensor, hidden_post: torch.Tensor, v_old: torch.Tensor,
+                 q_old: torch.Tensor, v_target: torch.Tensor, q_target: torch.Tensor) -> dict[str, float]:
+        """``value_head_steps`` on the value rows (:func:`fit_value_rows`), written back into the
+        output embedding; logs the batch's value loss and V explained variance before and after."""
+        cfg: SAPOConfig = self.config  # type: ignore[assignment]
+        vt = self.policy.value_tokens
+        weight = self.policy.model.get_output_embeddings().weight
+        ids = torch.tensor(vt.ids, dtype=torch.long, device=weight.device)
+        softcap = getattr(self.policy.model.config, "final_logit_softcapping", None)
+        rate = cfg.value_head_lr if cfg.value_head_lr is not None else (cfg.value_lr or cfg.lr)
+        n = len(v_old)
+
+        def loss_of(d_pre: torch.Tensor, d_post: torch.Tensor) -> torch.Tensor:
+            return sapo_value_loss(d_pre, d_post, v_old, q_old, v_target, q_target, n, cfg)[0]
+
+        def d_of(rows: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+            logits = hidden.float() @ rows.float().T
+            if softcap:
+                logits = torch.tanh(logits / softcap) * softcap
+            return logits[:, 0] - logits[:, 1]  # rows in vt.ids order: w+ first
+
+        def scores(rows: torch.Tensor) -> tuple[float, float]:
+            d_pre = d_of(rows, hidden_pre)
+            return float(loss_of(d_pre, d_of(rows, hidden_post))), explained_variance(readout(d_pre, cfg), v_target)
+
+        before = weight[ids].detach().float().cpu()
+        with torch.enable_grad():
+            fitted = fit_value_rows(before, 0, hidden_pre, hidden_post, loss_of, cfg.value_head_steps, rate, softcap)
+        weight[ids] = fitted.to(weight.device, weight.dtype)
+        (loss_before, ev_before), (loss_after, ev_after) = scores(before), scores(fitted)
+        return {"value/head_loss_before": loss_before, "value/head_loss_after": loss_after,
+                "value/head_ev_before": ev_before, "value/head_ev_after": ev_after}
 
 
 def sapo_value_loss(d_pre: torch.Tensor, d_post: torch.Tensor, v_old: torch.Tensor,

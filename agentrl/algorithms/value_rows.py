@@ -101,3 +101,34 @@ class RowAdam:
         device = [p.device for p, _ in self.targets]
         self.exp_avg = [None if t is None else t.to(d) for t, d in zip(state["exp_avg"], device, strict=True)]
         self.exp_avg_sq = [None if t is None else t.to(d) for t, d in zip(state["exp_avg_sq"], device, strict=True)]
+
+
+def fit_value_rows(rows: torch.Tensor, plus: int, hidden_pre: torch.Tensor, hidden_post: torch.Tensor,
+                   loss_of: Any, steps: int, lr: float,
+                   softcap: float | None = None) -> torch.Tensor:
+    """SAPO's head-only value steps: ``steps`` full-batch Adam steps on the two value rows alone,
+    on hidden states the old pass already computed (no forward through the model).
+
+    ``rows``: [2, H], the value rows (``plus`` indexes w+); ``hidden_pre`` / ``hidden_post``:
+    [N, H], each turn's final hidden state at its pre- and post-action boundary; ``loss_of(d_pre,
+    d_post)``: the value loss of the logit differences d = logit(w+) - logit(w-). A fresh Adam
+    each update, so the steps need no state of their own in checkpoints. Returns the new rows
+    (float32, detached). Why: the value rows are a linear readout of features the pass has
+    already paid for, so refitting them costs milliseconds, while the joint epochs move them
+    only as often as the policy steps (the value-fit benchmark's ``sapo-head``, done online).
+    """
+    fitted = rows.detach().float().clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([fitted], lr=lr)
+    pre, post = hidden_pre.float(), hidden_post.float()
+
+    def difference(h: torch.Tensor) -> torch.Tensor:
+        logits = h @ fitted.T
+        if softcap:
+            logits = torch.tanh(logits / softcap) * softcap
+        return logits[:, plus] - logits[:, 1 - plus]
+
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss_of(difference(pre), difference(post)).backward()
+        optimizer.step()
+    return fitted.detach()

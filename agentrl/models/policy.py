@@ -85,6 +85,9 @@ class Scores:
     pre: torch.Tensor | None  # [N] value readout d = logit(w+) - logit(w-) at the pre-action boundary
     post: torch.Tensor | None  # [N] the same at the post-action boundary (= pre when A = 0)
     token_item: torch.Tensor  # [T] index of the item each token belongs to
+    #: [2N, H] the final hidden states the readouts were read from (pre boundaries, then post),
+    #: detached: what SAPO's head-only value steps refit the value rows on (no second forward)
+    boundary_hidden: torch.Tensor | None = None
 
 
 def decoder_of(model: nn.Module) -> nn.Module:
@@ -267,8 +270,11 @@ class Policy:
             idx_rows = span_rows.repeat(2)
             idx_pos = torch.tensor(pre_pos + post_pos, dtype=torch.long, device=device)
             vt = self.value_tokens
-            pair = self._head(source, hidden[idx_rows, idx_pos], vt.policy_vocab, vt.policy_vocab + 2)
+            boundary = hidden[idx_rows, idx_pos]
+            pair = self._head(source, boundary, vt.policy_vocab, vt.policy_vocab + 2)
             plus_col = vt.plus - vt.policy_vocab
             d = pair[:, plus_col] - pair[:, 1 - plus_col]
             pre, post = d[:n], d[n:]
+            return Scores(logp, ent, pre, post, torch.tensor(owners, dtype=torch.long, device=device),
+                          boundary.detach())
         return Scores(logp, ent, pre, post, torch.tensor(owners, dtype=torch.long, device=device))

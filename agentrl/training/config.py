@@ -333,6 +333,7 @@ RANGES: dict[str, Range] = {
     "algorithm.value_temperature": POSITIVE, "algorithm.value_lr": RATE,
     "algorithm.critic_head_lr": RATE, "algorithm.value_epochs": NON_NEGATIVE.capped(100_000),
     "algorithm.value_epoch_lr": RATE,
+    "algorithm.value_head_steps": NON_NEGATIVE.capped(100_000), "algorithm.value_head_lr": RATE,
     "sft.epochs": AT_LEAST_ONE.capped(100_000), "sft.lr": RATE, "sft.batch_turns": AT_LEAST_ONE.capped(MANY),
     "sft.micro_batch_tokens": AT_LEAST_ONE.capped(1_000_000_000), "sft.max_grad_norm": POSITIVE,
     "sft.weight_decay": NON_NEGATIVE, "sft.eval_episodes": NON_NEGATIVE.capped(1_000_000), "sft.seed": SEED,
@@ -426,6 +427,9 @@ def _validate_words(config: RunConfig) -> None:
         raise UserError("algorithm.value_warmup_iterations is not supported with train.parallel=fsdp yet "
                         "(the value rows are masked on full, unsharded gradients).")
     _check_staleness(config)
+    if getattr(config.algorithm, "value_head_steps", 0) > 0 and (config.model.lora_rank > 0 or config.train.parallel != "none"):
+        raise UserError("algorithm.value_head_steps needs full fine-tuning in one process (the value rows as rows of "
+                        "the output embedding): not with model.lora_rank > 0 or train.parallel=fsdp.")
     from agentrl.parallel.fsdp import check_parallel
 
     check_parallel(config.train.parallel, config.model.lora_rank, config.model.reference_offload)
@@ -433,8 +437,7 @@ def _validate_words(config: RunConfig) -> None:
 
 def _check_staleness(config: RunConfig) -> None:
     """What asynchronous rollouts (``rollout.max_staleness`` > 0) run with so far."""
-    k = config.rollout.max_staleness
-    if not isinstance(k, int) or k == 0:
+    if not isinstance(config.rollout.max_staleness, int) or config.rollout.max_staleness == 0:
         return
     if config.model.vllm_sleep:
         raise UserError("rollout.max_staleness > 0 cannot be combined with model.vllm_sleep: the engine plays the "
