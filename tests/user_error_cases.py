@@ -221,6 +221,8 @@ CASES: list[Case] = [
     Case("stale episodes, decoupled, no cap", _set("rollout.max_staleness=1"), "needs algorithm.tis_cap > 0"),
     Case("stale episodes with vLLM asleep", _set("rollout.max_staleness=1", "algorithm.tis_cap=2", "model.vllm_sleep=true"),
          "cannot be combined with model.vllm_sleep"),
+    Case("head-only value steps under LoRA", _set("algorithm.value_head_steps=64", "model.lora_rank=8"),
+         "algorithm.value_head_steps needs full fine-tuning in one process"),
     Case("off-policy mode misspelt", _set("algorithm.off_policy=importance"), "'algorithm.off_policy' must be one of decoupled, behaviour"),
     Case("negative LoRA rank", _set("model.lora_rank=-4"), "'model.lora_rank' must be at least 0"),
     Case("LoRA dropout of 1", _set("model.lora_dropout=1"), "'model.lora_dropout' must be in [0, 1)"),
