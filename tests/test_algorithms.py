@@ -212,3 +212,28 @@ def test_sapo_head_steps_refit_the_value_rows_without_another_forward(episodes):
         else:
             assert "value/head_ev_after" not in metrics and moved < 1e-6
     assert scored[200] == scored[0]
+
+
+def test_ppo_head_steps_refit_the_critic_head_on_the_value_pass_features(episodes):
+    """``critic_head_steps``: the head alone is refit on the value pass's features (loss falls,
+    the head moves, the body does not), and no token is scored more than without them."""
+    model, tok, values, trajectories = episodes
+    trajs = copy.deepcopy(trajectories)
+    for i, traj in enumerate(trajs):
+        traj.turns[-1].reward = float(i % 2)
+    scored = {}
+    for steps in (0, 200):
+        cfg = PPOConfig(lr=1e-8, critic_lr=1e-8, critic_head_lr=1e-2, critic_head_steps=steps, epochs=1,
+                        minibatch_turns=10_000, kl_coef=0.0, value_clip=None)
+        algo = PPO(cfg, Policy(copy.deepcopy(model), tok), r_max=1.0)
+        head = algo.critic.head.weight.detach().clone()
+        body = next(algo.critic.body.parameters()).detach().clone()
+        metrics = algo.update(copy.deepcopy(trajs), PhaseTimer())
+        scored[steps] = metrics["tokens/scored"]
+        if steps:
+            assert metrics["value/head_loss_after"] < 0.5 * metrics["value/head_loss_before"], metrics
+            assert float((algo.critic.head.weight.detach() - head).abs().max()) > 0.1
+        assert float((next(algo.critic.body.parameters()).detach() - body).abs().max()) < 1e-6
+    assert scored[200] == scored[0]
+    with pytest.raises(Exception, match="gae_level=turn only"):
+        PPO(PPOConfig(critic_head_steps=4, gae_level="token"), Policy(copy.deepcopy(model), tok), r_max=1.0)

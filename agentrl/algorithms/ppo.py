@@ -33,6 +33,7 @@ from agentrl.algorithms.base import (
 from agentrl.algorithms.lockstep import equal_micro_batches, equal_steps
 from agentrl.algorithms.losses import clipped_value_loss, explained_variance
 from agentrl.algorithms.scoring import minibatch_plan
+from agentrl.errors import UserError
 from agentrl.models.policy import (
     Policy,
     ScoreItem,
@@ -58,6 +59,10 @@ class PPOConfig(AlgoConfig):
     critic_epochs: int = 1
     value_clip: float | None = 0.2  # in units of R_max
     gae_level: str = "turn"  # "turn" (as SAPO) or "token"
+    #: Head-only value steps (SAPO's ``value_head_steps`` for PPO's critic): this many full-batch
+    #: Adam steps on the value head alone, at ``critic_head_lr``, on the body features the value
+    #: pass already computed, before the critic epochs. No extra forward. 0: off. Turn level only.
+    critic_head_steps: int = 0
 
 
 class Critic(nn.Module):
@@ -73,7 +78,8 @@ class Critic(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
-    def forward(self, items: Sequence[ScoreItem | SequenceItem], token_level: bool) -> torch.Tensor:
+    def forward(self, items: Sequence[ScoreItem | SequenceItem], token_level: bool,
+                features: list[torch.Tensor] | None = None) -> torch.Tensor:
         """Values at the pre-action boundary of each item (``[N]``), or with ``token_level`` at
         the position before every action token (``[T]``, item order). A :class:`SequenceItem`
         gives the values of each of its spans in order (a bootstrap span: one value)."""
@@ -87,6 +93,8 @@ class Critic(nn.Module):
             rows.extend([row] * count)
             positions.extend(range(p - 1, p - 1 + count))
         picked = hidden[torch.tensor(rows, device=device), torch.tensor(positions, device=device)]
+        if features is not None:  # the head's inputs, kept for the head-only steps
+            features.append(picked.detach().float().cpu())
         return self.head(picked).squeeze(-1).float()
 
 
@@ -107,6 +115,8 @@ class PPO(ClippedPolicyGradient):
         if getattr(policy.model, "is_gradient_checkpointing", False):
             self.critic.body.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         head_lr = config.critic_head_lr if config.critic_head_lr is not None else config.critic_lr
+        if config.critic_head_steps > 0 and config.gae_level != "turn":
+            raise UserError("algorithm.critic_head_steps works with algorithm.gae_level=turn only.")
         self.critic_optimizer = torch.optim.AdamW(
             [{"params": list(self.critic.body.parameters())},
              {"params": list(self.critic.head.parameters()), "lr": head_lr}],
@@ -151,10 +161,11 @@ class PPO(ClippedPolicyGradient):
         return out  # type: ignore[return-value]
 
     @torch.no_grad()
-    def batch_values(self, batch: TurnBatch, token_level: bool,
-                     pass_name: str = "value_inference") -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    def batch_values(self, batch: TurnBatch, token_level: bool, pass_name: str = "value_inference",
+                     features: list[torch.Tensor | None] | None = None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """The critic's values of every turn and every bootstrap prompt, each unit (a turn, or a
-        conversation-mode episode) run once."""
+        conversation-mode episode) run once; with ``features`` (one entry per slot, turn level),
+        the head's input of each slot too."""
         n = len(batch.items)
         out: list[torch.Tensor] = [torch.zeros(0)] * (n + len(batch.bootstrap_items))
         rows = [(unit.sequence, unit.slots) for unit in batch.units]
@@ -167,10 +178,13 @@ class PPO(ClippedPolicyGradient):
             chunk = [rows[i][0] for i in group]
             slots = [slot for i in group for slot in rows[i][1]]
             self.count_tokens(pass_name, chunk)
-            values = self.critic(chunk, token_level).cpu()
+            picked: list[torch.Tensor] | None = [] if features is not None else None
+            values = self.critic(chunk, token_level, picked).cpu()
             counts = [value_count(span, token_level) for seq in chunk for span in seq.spans]
-            for slot, part in zip(slots, torch.split(values, counts), strict=True):
+            for j, (slot, part) in enumerate(zip(slots, torch.split(values, counts), strict=True)):
                 out[slot] = part
+                if features is not None and picked:
+                    features[slot] = picked[0][j]
         self.critic.train()
         return out[:n], out[n:]
 
@@ -187,8 +201,10 @@ class PPO(ClippedPolicyGradient):
         n = len(batch.items)
         with timer.phase("old_logprob"):
             old_logprobs = self.old_logprobs(batch)  # None: exactly on-policy, read in the update
+        features: list[torch.Tensor | None] | None = [None] * (n + len(batch.bootstrap_items)) \
+            if cfg.critic_head_steps > 0 else None
         with timer.phase("value_inference"):
-            values, boot_values = self.batch_values(batch, token_level)
+            values, boot_values = self.batch_values(batch, token_level, features=features)
         with timer.phase("ref_logprob"):
             ref_logprobs = self.reference_logprobs(batch)
 
@@ -224,6 +240,8 @@ class PPO(ClippedPolicyGradient):
             else:
                 metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv)
         with timer.phase("critic_update"):
+            if features is not None and n:
+                metrics.update(self._fit_head(torch.stack(features[:n]), torch.cat(old_v), torch.cat(targets)))  # type: ignore[arg-type]
             metrics.update(self._critic_update(batch, old_v, targets, token_level))
         flat_old = torch.cat(old_v) if old_v else torch.zeros(0)
         flat_target = torch.cat(targets) if targets else torch.zeros(0)
@@ -259,6 +277,33 @@ class PPO(ClippedPolicyGradient):
                 token_ret.append(ret[offset:offset + count])
                 offset += count
         return token_adv, token_ret
+
+    def _fit_head(self, features: torch.Tensor, old: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
+        """``critic_head_steps`` full-batch Adam steps on the value head alone (a fresh Adam at
+        ``critic_head_lr``), on the features the value pass computed; the head is written back."""
+        cfg: PPOConfig = self.config  # type: ignore[assignment]
+        head = self.critic.head
+        weight = head.weight.detach().float().cpu().clone().requires_grad_(True)
+        bias = head.bias.detach().float().cpu().clone().requires_grad_(True)
+        optimizer = torch.optim.Adam([weight, bias], lr=cfg.critic_head_lr if cfg.critic_head_lr is not None else cfg.critic_lr)
+
+        def loss_and_values() -> tuple[torch.Tensor, torch.Tensor]:
+            pred = (features @ weight.T).squeeze(-1) + bias
+            return clipped_value_loss(pred, old, target, cfg.value_clip).mean(), pred
+
+        with torch.no_grad():
+            loss_before, pred_before = loss_and_values()
+        for _ in range(cfg.critic_head_steps):
+            optimizer.zero_grad(set_to_none=True)
+            loss_and_values()[0].backward()
+            optimizer.step()
+        with torch.no_grad():
+            loss_after, pred_after = loss_and_values()
+            head.weight.copy_(weight.to(head.weight.device, head.weight.dtype))
+            head.bias.copy_(bias.to(head.bias.device, head.bias.dtype))
+        return {"value/head_loss_before": float(loss_before), "value/head_loss_after": float(loss_after),
+                "value/head_ev_before": explained_variance(pred_before, target),
+                "value/head_ev_after": explained_variance(pred_after, target)}
 
     def _critic_update(self, batch: TurnBatch, old_values: list[torch.Tensor],
                        targets: list[torch.Tensor], token_level: bool) -> dict[str, float]:

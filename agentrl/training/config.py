@@ -332,8 +332,8 @@ RANGES: dict[str, Range] = {
     "algorithm.value_warmup_ev": Range(high=1),  # explained variance: 1 at best
     "algorithm.value_temperature": POSITIVE, "algorithm.value_lr": RATE,
     "algorithm.critic_head_lr": RATE, "algorithm.value_epochs": NON_NEGATIVE.capped(100_000),
-    "algorithm.value_epoch_lr": RATE,
-    "algorithm.value_head_steps": NON_NEGATIVE.capped(100_000), "algorithm.value_head_lr": RATE,
+    "algorithm.value_epoch_lr": RATE, "algorithm.value_head_lr": RATE,
+    "algorithm.value_head_steps": NON_NEGATIVE.capped(100_000), "algorithm.critic_head_steps": NON_NEGATIVE.capped(100_000),
     "sft.epochs": AT_LEAST_ONE.capped(100_000), "sft.lr": RATE, "sft.batch_turns": AT_LEAST_ONE.capped(MANY),
     "sft.micro_batch_tokens": AT_LEAST_ONE.capped(1_000_000_000), "sft.max_grad_norm": POSITIVE,
     "sft.weight_decay": NON_NEGATIVE, "sft.eval_episodes": NON_NEGATIVE.capped(1_000_000), "sft.seed": SEED,
