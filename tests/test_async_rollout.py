@@ -166,3 +166,40 @@ def test_decoupled_staleness_without_a_cap_is_refused(tmp_path):
     with pytest.raises(UserError, match="tis_cap"):
         build_config(algo="ppo", env="keydoor", model="tiny", overrides=[
             f"train.run_dir={tmp_path}", "rollout.max_staleness=1"])
+
+
+@pytest.mark.parametrize("mode", ["decoupled", "behaviour"])
+def test_off_policy_modes_take_the_ratio_against_what_they_say(mode):
+    """Episodes recorded as played by a much less likely policy (behaviour log-prob -5 on every
+    token): ``behaviour`` takes the ratio against those log-probs, r = exp(logp + 5), and the
+    logged k3 estimate r - log r - 1 is large (a token forced by the constraint, logp = 0, gives
+    e^5 - 6 = 142.4); ``decoupled`` takes it against the old pass (r exactly 1 on the first step:
+    0) and only weights the tokens by min(pi_old / pi_behaviour, tis_cap)."""
+    import copy
+
+    from agentrl.algorithms import PPO, PPOConfig
+    from agentrl.models.loading import build_tiny_model, load_tokenizer, resolve_model
+    from agentrl.models.policy import Policy
+    from agentrl.rundir.metrics import PhaseTimer
+    from agentrl.training.compose import env_factory, make_backend, make_engine
+    from agentrl.training.config import EnvConfig, RolloutConfig
+
+    tok = load_tokenizer(resolve_model("tiny"))
+    policy = Policy(build_tiny_model(len(tok), seed=0), tok)
+    cfg = RolloutConfig(tasks_per_iteration=4, max_turns=2, action_mode="constrained", backend="hf")
+    engine = make_engine(policy, make_backend(policy, cfg, seed=0), cfg, env_factory(EnvConfig(id="keydoor"), "train"))
+    try:
+        trajectories = engine.run([Task(seed=s, group=s) for s in range(4)]).trajectories
+    finally:
+        engine.pool.close()
+    for traj in trajectories:
+        for turn in traj.turns:
+            turn.rollout_logprobs = [-5.0] * len(turn.action_ids)
+    algo = PPO(PPOConfig(lr=1e-3, epochs=1, minibatch_turns=10_000, kl_coef=0.0, tis_cap=2.0, off_policy=mode),
+               Policy(copy.deepcopy(policy.model), tok), r_max=1.0)
+    algo.asynchronous = True
+    metrics = algo.update(trajectories, PhaseTimer())
+    if mode == "behaviour":
+        assert metrics["policy/approx_kl"] > 10.0
+    else:
+        assert metrics["policy/approx_kl"] == pytest.approx(0.0, abs=1e-6)
