@@ -33,6 +33,7 @@ from agentrl.algorithms.base import (
 from agentrl.algorithms.lockstep import equal_micro_batches, equal_steps
 from agentrl.algorithms.losses import clipped_value_loss, explained_variance
 from agentrl.algorithms.scoring import minibatch_plan
+from agentrl.algorithms.value_rows import fit_readout
 from agentrl.errors import UserError
 from agentrl.models.policy import (
     Policy,
@@ -283,24 +284,19 @@ class PPO(ClippedPolicyGradient):
         ``critic_head_lr``), on the features the value pass computed; the head is written back."""
         cfg: PPOConfig = self.config  # type: ignore[assignment]
         head = self.critic.head
-        weight = head.weight.detach().float().cpu().clone().requires_grad_(True)
-        bias = head.bias.detach().float().cpu().clone().requires_grad_(True)
-        optimizer = torch.optim.Adam([weight, bias], lr=cfg.critic_head_lr if cfg.critic_head_lr is not None else cfg.critic_lr)
 
-        def loss_and_values() -> tuple[torch.Tensor, torch.Tensor]:
+        def loss_and_values(weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             pred = (features @ weight.T).squeeze(-1) + bias
             return clipped_value_loss(pred, old, target, cfg.value_clip).mean(), pred
 
+        start = [head.weight.detach().cpu(), head.bias.detach().cpu()]
+        fitted = fit_readout(start, lambda w, b: loss_and_values(w, b)[0], cfg.critic_head_steps,
+                             cfg.critic_head_lr if cfg.critic_head_lr is not None else cfg.critic_lr)
         with torch.no_grad():
-            loss_before, pred_before = loss_and_values()
-        for _ in range(cfg.critic_head_steps):
-            optimizer.zero_grad(set_to_none=True)
-            loss_and_values()[0].backward()
-            optimizer.step()
-        with torch.no_grad():
-            loss_after, pred_after = loss_and_values()
-            head.weight.copy_(weight.to(head.weight.device, head.weight.dtype))
-            head.bias.copy_(bias.to(head.bias.device, head.bias.dtype))
+            loss_before, pred_before = loss_and_values(*(t.float() for t in start))
+            loss_after, pred_after = loss_and_values(*fitted)
+            head.weight.copy_(fitted[0].to(head.weight.device, head.weight.dtype))
+            head.bias.copy_(fitted[1].to(head.bias.device, head.bias.dtype))
         return {"value/head_loss_before": float(loss_before), "value/head_loss_after": float(loss_after),
                 "value/head_ev_before": explained_variance(pred_before, target),
                 "value/head_ev_after": explained_variance(pred_after, target)}

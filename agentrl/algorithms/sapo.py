@@ -39,7 +39,7 @@ from agentrl.algorithms.base import (
 )
 from agentrl.algorithms.losses import clipped_value_loss, explained_variance, squash
 from agentrl.algorithms.readout import VALUE_ROWS_GROUP
-from agentrl.algorithms.value_rows import RowAdam, fit_value_rows
+from agentrl.algorithms.value_rows import RowAdam, fit_value_rows, value_difference
 from agentrl.models.policy import Scores
 from agentrl.rollout.trajectory import Trajectory
 from agentrl.rundir.metrics import PhaseTimer
@@ -238,15 +238,10 @@ class SAPO(ClippedPolicyGradient):
         def loss_of(d_pre: torch.Tensor, d_post: torch.Tensor) -> torch.Tensor:
             return sapo_value_loss(d_pre, d_post, v_old, q_old, v_target, q_target, n, cfg)[0]
 
-        def d_of(rows: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
-            logits = hidden.float() @ rows.float().T
-            if softcap:
-                logits = torch.tanh(logits / softcap) * softcap
-            return logits[:, 0] - logits[:, 1]  # rows in vt.ids order: w+ first
-
-        def scores(rows: torch.Tensor) -> tuple[float, float]:
-            d_pre = d_of(rows, hidden_pre)
-            return float(loss_of(d_pre, d_of(rows, hidden_post))), explained_variance(readout(d_pre, cfg), v_target)
+        def scores(rows: torch.Tensor) -> tuple[float, float]:  # rows in vt.ids order: w+ first
+            d_pre = value_difference(rows, hidden_pre, 0, softcap)
+            d_post = value_difference(rows, hidden_post, 0, softcap)
+            return float(loss_of(d_pre, d_post)), explained_variance(readout(d_pre, cfg), v_target)
 
         before = weight[ids].detach().float().cpu()
         with torch.enable_grad():

@@ -103,6 +103,31 @@ class RowAdam:
         self.exp_avg_sq = [None if t is None else t.to(d) for t, d in zip(state["exp_avg_sq"], device, strict=True)]
 
 
+
+def fit_readout(tensors: Sequence[torch.Tensor], loss_of: Any, steps: int, lr: float) -> list[torch.Tensor]:
+    """``steps`` full-batch Adam steps on float32 copies of ``tensors`` (a readout: SAPO's value
+    rows, PPO's value head), minimising ``loss_of(*copies)``; returns the copies, detached. A
+    fresh Adam each call, so the steps need no state of their own in checkpoints."""
+    fitted = [t.detach().float().clone().requires_grad_(True) for t in tensors]
+    optimizer = torch.optim.Adam(fitted, lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss_of(*fitted).backward()
+        optimizer.step()
+    return [t.detach() for t in fitted]
+
+
+def value_difference(rows: torch.Tensor, hidden: torch.Tensor, plus: int,
+                     softcap: float | None = None) -> torch.Tensor:
+    """d = logit(w+) - logit(w-) read from final hidden states ``hidden`` [N, H] with the value
+    rows ``rows`` [2, H] (``plus`` indexes w+), the model's logit soft-cap applied as the policy's
+    head does."""
+    logits = hidden.float() @ rows.float().T
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    return logits[:, plus] - logits[:, 1 - plus]
+
+
 def fit_value_rows(rows: torch.Tensor, plus: int, hidden_pre: torch.Tensor, hidden_post: torch.Tensor,
                    loss_of: Any, steps: int, lr: float,
                    softcap: float | None = None) -> torch.Tensor:
@@ -111,24 +136,12 @@ def fit_value_rows(rows: torch.Tensor, plus: int, hidden_pre: torch.Tensor, hidd
 
     ``rows``: [2, H], the value rows (``plus`` indexes w+); ``hidden_pre`` / ``hidden_post``:
     [N, H], each turn's final hidden state at its pre- and post-action boundary; ``loss_of(d_pre,
-    d_post)``: the value loss of the logit differences d = logit(w+) - logit(w-). A fresh Adam
-    each update, so the steps need no state of their own in checkpoints. Returns the new rows
-    (float32, detached). Why: the value rows are a linear readout of features the pass has
+    d_post)``: the value loss of the logit differences d = logit(w+) - logit(w-). Returns the new
+    rows (float32, detached). Why: the value rows are a linear readout of features the pass has
     already paid for, so refitting them costs milliseconds, while the joint epochs move them
     only as often as the policy steps (the value-fit benchmark's ``sapo-head``, done online).
     """
-    fitted = rows.detach().float().clone().requires_grad_(True)
-    optimizer = torch.optim.Adam([fitted], lr=lr)
     pre, post = hidden_pre.float(), hidden_post.float()
-
-    def difference(h: torch.Tensor) -> torch.Tensor:
-        logits = h @ fitted.T
-        if softcap:
-            logits = torch.tanh(logits / softcap) * softcap
-        return logits[:, plus] - logits[:, 1 - plus]
-
-    for _ in range(steps):
-        optimizer.zero_grad(set_to_none=True)
-        loss_of(difference(pre), difference(post)).backward()
-        optimizer.step()
-    return fitted.detach()
+    (fitted,) = fit_readout([rows], lambda r: loss_of(value_difference(r, pre, plus, softcap),
+                                                      value_difference(r, post, plus, softcap)), steps, lr)
+    return fitted
