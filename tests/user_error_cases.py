@@ -305,6 +305,11 @@ CASES: list[Case] = [
     Case("bench output given as an empty string", ("bench", *TINY, "-o", ""), "--out is empty"),
     Case("suite output holding other files", ("suite", "--seeds", "1", "-o", "{tmp}/project"),
          "it holds files that are not a suite's output", files=PROJECT),
+    Case("suite resumed with other settings", ("suite", "--seeds", "1", "--probes", "chain-d1", "-o", "{tmp}/s"),
+         "This suite folder was made with overrides ['algorithm.lr=1e-3'], not []",
+         files=(("s/suite.json", json.dumps({"probes": [], "algos": ["sapo"], "settings": {
+             "model": "tiny", "seeds": 1, "first_seed": 0, "iterations": 20, "trajectories": 16,
+             "eval_episodes": 32, "overrides": ["algorithm.lr=1e-3"]}})),)),
     Case("report output holding other files", ("report", "{tmp}/runs", "-o", "{tmp}/project"),
          "it holds files that are not a report", files=(*PROJECT, ("runs", None))),
     Case("sft output given as an empty string", ("sft", *TINY, "--demos", "{tmp}/d.jsonl", "-o", ""), "--output is empty",

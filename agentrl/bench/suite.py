@@ -143,15 +143,48 @@ def probe_records(probes: Sequence[Probe]) -> list[dict[str, Any]]:
     return [{**asdict(p), "overrides": list(p.overrides), **probe_returns(p)} for p in probes]
 
 
+#: settings that shape every run: a suite folder holds one value of each (``--iterations`` may
+#: grow: finished runs are extended; ``--seeds`` and ``--probes`` may differ between invocations)
+RUN_SHAPING = ("model", "trajectories", "eval_episodes", "overrides")
+
+
+def merged_manifest(old: dict[str, Any], probes: list[dict[str, Any]], algos: Sequence[str],
+                    settings: dict[str, Any]) -> dict[str, Any]:
+    """What ``suite.json`` says after an invocation with ``probes``, ``algos`` and ``settings``.
+
+    An invocation may cover part of a suite (``--probes locks``, ``--algos sapo``, one more
+    seed): the probes and algorithms already recorded stay, so the report still covers every
+    run on disk. Settings that shape runs must match the recorded ones, or the folder would hold
+    runs the report describes wrongly; that is refused in one sentence. The seeds recorded span
+    every invocation's.
+    """
+    if old.get("settings"):
+        before = old["settings"]
+        for key in RUN_SHAPING:
+            was, now = before.get(key), settings.get(key)
+            if key == "overrides":
+                was, now = sorted(was or []), sorted(now or [])
+            if was != now:
+                raise UserError(
+                    f"This suite folder was made with {key} {was!r}, not {now!r}; resume it with the "
+                    "settings in its suite.json or choose another --out.")
+        first = min(before.get("first_seed", 0), settings["first_seed"])
+        end = max(before.get("first_seed", 0) + before.get("seeds", 0), settings["first_seed"] + settings["seeds"])
+        settings = {**settings, "first_seed": first, "seeds": end - first}
+    named = {p["name"]: p for p in probes}
+    kept = [named.pop(p["name"], p) for p in old.get("probes", [])]
+    known = list(old.get("algos", []))
+    return {**old, "probes": kept + list(named.values()),
+            "algos": known + [a for a in algos if a not in known], "settings": settings}
+
+
 def write_manifest(out: Path, probes: list[dict[str, Any]], algos: Sequence[str], settings: dict[str, Any],
                    session: dict[str, Any]) -> None:
     """``OUT/suite.json``: the probes (:func:`probe_records`), the shared settings and every
-    invocation (appended)."""
+    invocation (appended), merged with what an earlier invocation wrote (:func:`merged_manifest`)."""
     path = out / SUITE_FILE
     data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
-    data["probes"] = probes
-    data["algos"] = list(algos)
-    data["settings"] = settings
+    data = merged_manifest(data, probes, algos, settings)
     sessions = data.setdefault("sessions", [])
     if sessions and sessions[-1].get("started") == session.get("started"):
         sessions[-1] = session

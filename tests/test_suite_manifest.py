@@ -1,0 +1,47 @@
+"""``suite.json`` across invocations: a suite resumed for part of its probes, algorithms or seeds
+keeps what the earlier invocations recorded, and one resumed with other run-shaping settings is
+refused (the report reads the probes, algorithms and settings from this file alone)."""
+
+import pytest
+
+from agentrl.bench.suite import merged_manifest
+from agentrl.errors import UserError
+
+SETTINGS = {"model": "embedded", "seeds": 3, "first_seed": 0, "iterations": 12, "trajectories": 16,
+            "eval_episodes": 32, "overrides": ["algorithm.lr=1e-5", "sapo:algorithm.value_epochs=0"]}
+
+
+def _probe(name, optimal=1.0):
+    return {"name": name, "optimal_return": optimal}
+
+
+def test_a_partial_invocation_keeps_the_recorded_probes_algorithms_and_seeds():
+    old = {"probes": [_probe("chain-d1"), _probe("locks")], "algos": ["sapo", "ppo"], "settings": SETTINGS,
+           "sessions": [{"started": "t0"}]}
+    # one more seed (3..4) of locks and memory, GRPO added, overrides in another order
+    now = {**SETTINGS, "seeds": 2, "first_seed": 3, "overrides": list(reversed(SETTINGS["overrides"]))}
+    merged = merged_manifest(old, [_probe("locks", 0.5), _probe("memory")], ["grpo", "sapo"], now)
+    assert [p["name"] for p in merged["probes"]] == ["chain-d1", "locks", "memory"]
+    assert merged["probes"][1]["optimal_return"] == 0.5  # the invocation's record of a probe wins
+    assert merged["algos"] == ["sapo", "ppo", "grpo"]
+    # seeds 0-2 before and 3-4 now: 5 seeds from 0
+    assert (merged["settings"]["first_seed"], merged["settings"]["seeds"]) == (0, 5)
+    assert merged["sessions"] == [{"started": "t0"}]
+
+
+def test_a_first_invocation_is_recorded_as_given():
+    merged = merged_manifest({}, [_probe("corridor")], ["ppo"], SETTINGS)
+    assert merged == {"probes": [_probe("corridor")], "algos": ["ppo"], "settings": SETTINGS}
+
+
+@pytest.mark.parametrize("key, value", [("model", "tiny"), ("trajectories", 8), ("eval_episodes", 16),
+                                        ("overrides", ["algorithm.lr=1e-5"])])
+def test_other_run_shaping_settings_are_refused(key, value):
+    old = {"probes": [_probe("chain-d1")], "algos": ["sapo"], "settings": SETTINGS}
+    with pytest.raises(UserError, match=f"made with {key} "):
+        merged_manifest(old, [_probe("chain-d1")], ["sapo"], {**SETTINGS, key: value})
+
+
+def test_more_iterations_are_allowed_and_recorded():
+    old = {"probes": [], "algos": ["sapo"], "settings": SETTINGS}
+    assert merged_manifest(old, [], ["sapo"], {**SETTINGS, "iterations": 20})["settings"]["iterations"] == 20
