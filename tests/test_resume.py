@@ -316,5 +316,8 @@ def test_eval_at_start_records_iteration_0_once_and_changes_no_training_number(r
     assert first["env_steps"] == first["trajectories"] == 0
     assert first["eval/episodes"] == 2 and 0.0 <= first["eval/success_rate"] <= 1.0
     assert len((run_dir / "eval" / "iter_00000.jsonl").read_text().splitlines()) == 2
+    for at in (0, 2, 4):  # each eval episode records the updates its weights had made
+        episodes = (run_dir / "eval" / f"iter_{at:05d}.jsonl").read_text().splitlines()
+        assert {json.loads(line)["policy_version"] for line in episodes} == {at}
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in got[1:]))
     assert_same_run(run_dir, reference)

@@ -39,8 +39,13 @@ def episode_metrics(trajectories: Sequence[Trajectory], prefix: str) -> dict[str
 
 
 def evaluate(engine: RolloutEngine, episodes: int, greedy: bool = True,
-             first_seed: int = 0) -> list[Trajectory]:
+             first_seed: int = 0, version: int = 0) -> list[Trajectory]:
     """Play ``episodes`` eval tasks with seeds ``first_seed, first_seed + 1, ...`` (fixed, so every
-    algorithm and every checkpoint is evaluated on the same tasks)."""
+    algorithm and every checkpoint is evaluated on the same tasks). Each episode records
+    ``version`` as its ``policy_version``: the updates the evaluated weights had made (the
+    trainer's iteration; 0 for weights evaluated as given, ``agentrl eval``)."""
     tasks = [Task(seed=first_seed + i, group=i) for i in range(episodes)]
-    return engine.run(tasks, engine.config.sampling(greedy=greedy)).trajectories
+    trajectories = engine.run(tasks, engine.config.sampling(greedy=greedy)).trajectories
+    for traj in trajectories:
+        traj.policy_version = version
+    return trajectories

@@ -403,7 +403,7 @@ class Trainer:
         # evaluation draws from a stream of its own: the same episodes at iteration k whether or
         # not the run was resumed, and training's streams are reseeded before the next iteration
         self.backend.reseed(stream_seed(self.config.train.seed, iteration, "eval", rank()))
-        trajectories = evaluate(self.eval_engine, cfg.eval_episodes, cfg.eval_greedy)
+        trajectories = evaluate(self.eval_engine, cfg.eval_episodes, cfg.eval_greedy, version=iteration)
         self.algorithm.value_trace(trajectories)
         metrics = episode_metrics(trajectories, "eval")
         metrics["time/eval"] = time.perf_counter() - start
