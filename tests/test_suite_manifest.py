@@ -45,3 +45,28 @@ def test_other_run_shaping_settings_are_refused(key, value):
 def test_more_iterations_are_allowed_and_recorded():
     old = {"probes": [], "algos": ["sapo"], "settings": SETTINGS}
     assert merged_manifest(old, [], ["sapo"], {**SETTINGS, "iterations": 20})["settings"]["iterations"] == 20
+
+
+def test_a_suite_resumed_for_another_probe_reports_both(tmp_path):
+    """End to end with the tiny model: chain-d1, then the same folder for locks only; suite.json
+    keeps both probes and the report renders a row for each (before the merge it lost chain-d1)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from agentrl.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "suite"
+    common = ["suite", "--algos", "sapo", "--seeds", "1", "--iterations", "1", "--trajectories", "4",
+              "--eval-episodes", "4", "--set", "sapo:algorithm.value_epochs=1", "-o", str(out)]
+    for probe in ("chain-d1", "locks"):
+        result = runner.invoke(app, [*common, "--probes", probe])
+        assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "suite.json").read_text())
+    assert [p["name"] for p in manifest["probes"]] == ["chain-d1", "locks"]
+    assert len(manifest["sessions"]) == 2 and manifest["sessions"][1]["runs_done"] == 1
+    result = runner.invoke(app, ["report", str(out), "-o", str(tmp_path / "report")])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "| chain-d1 | sapo | 1 |" in text and "| locks | sapo | 1 |" in text

@@ -62,6 +62,9 @@ def test_learned_is_a_share_of_the_ceiling():
     assert EV_SHARE == 0.5
     assert run(0.27, 0.53).learned and not run(0.26, 0.53).learned
     assert not run(None, 0.53).learned and not run(0.3, None).learned and not run(0.1, -0.2).learned
+    # a ceiling <= 0 (failures no state foretells) or no return variance: not judged either way
+    assert run(0.27, 0.53).judged and run(0.0, 0.53).judged
+    assert not run(0.1, -0.2).judged and not run(0.1, 0.0).judged and not run(None, 0.53).judged
 
 
 def test_t_interval_by_hand():

@@ -17,7 +17,8 @@ returns, written by ``agentrl suite``) and each run's ``metrics.jsonl``, ``summa
   conversation mode; a state seen once is predicted by the overall mean). A probe whose first
   move is a coin flip for the policy has a ceiling well below 1 (chain-d1 about 0.53: the
   return of the first turn is unknowable before the press), so V counts as **learned** in a run
-  when its eval EV reaches ``EV_SHARE`` of that run's ceiling.
+  when its eval EV reaches ``EV_SHARE`` of that run's ceiling. A run whose ceiling is 0 or less
+  (its failures are coin flips no state foretells) cannot tell and is counted apart.
 * **train EV**: the update's own ``value/explained_variance_v`` (V before the update against
   its lambda-return targets), median over the last 5 iterations; batches whose targets do not
   vary give none and are not averaged in.
@@ -147,10 +148,17 @@ class SuiteRun:
     ceiling: float | None = None  # :func:`ceiling_ev` of the same eval episodes
 
     @property
+    def judged(self) -> bool:
+        """Whether these eval episodes can tell a value that learned: their returns vary and a
+        state value could explain some of it (ceiling > 0). Where the policy's remaining failures
+        are coin flips no state foretells, the ceiling is <= 0 and every V, even 0, "reaches" half
+        of it; such a run is counted apart, like one without return variance."""
+        return self.eval_ev is not None and self.ceiling is not None and self.ceiling > 0
+
+    @property
     def learned(self) -> bool:
         """Whether V reached ``EV_SHARE`` of what these episodes allow."""
-        return (self.eval_ev is not None and self.ceiling is not None and self.ceiling > 0
-                and self.eval_ev >= EV_SHARE * self.ceiling)
+        return self.judged and self.eval_ev is not None and self.eval_ev >= EV_SHARE * (self.ceiling or 0.0)
 
 
 def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
@@ -264,11 +272,12 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                          f"{statistics.median(seconds):.2f}" if seconds else "-"])
             if algo != "grpo":
                 evs = [r.eval_ev for r in mine if r.eval_ev is not None]
-                flagged = sum(r.eval_ev is None for r in mine)
+                flagged = sum(not r.judged for r in mine)
                 reached = sum(r.learned for r in mine)
+                judged = len(mine) - flagged
                 value_rows.append([probe["name"], algo, _interval_text(t_interval(evs)),
                                    _interval_text(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
-                                   f"{reached} of {len(evs)}", str(flagged),
+                                   f"{reached} of {judged}", str(flagged),
                                    _interval_text(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
     figures = report_dir / "figures"
     blocks: list[Any] = [
@@ -288,7 +297,7 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
     value_blocks: list[Any] = [
         Table(["probe", "algorithm", "eval EV vs MC return", "EV ceiling",
                f"runs where V learned (eval EV >= {EV_SHARE:g} x ceiling)",
-               "runs without return variance", "train EV (last 5, median)"], value_rows,
+               "runs not judged (no return variance, or ceiling <= 0)", "train EV (last 5, median)"], value_rows,
               caption="Eval EV: V on the final evaluation's turns against the discounted Monte-Carlo "
                       "return, pooled per run; mean ± 95% t interval over runs. EV ceiling: what a "
                       "state-value function could explain on the same turns (each return predicted by "
