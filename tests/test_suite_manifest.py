@@ -70,3 +70,19 @@ def test_a_suite_resumed_for_another_probe_reports_both(tmp_path):
     assert result.exit_code == 0, result.output
     text = (tmp_path / "report" / "report.md").read_text()
     assert "| chain-d1 | sapo | 1 |" in text and "| locks | sapo | 1 |" in text
+
+
+def test_an_invocation_for_one_algorithm_repeats_the_folders_settings_whole(tmp_path):
+    """The embedded suite's --set list names sapo: and ppo: settings; resuming it with
+    ``--algos ppo`` repeats that list, so sapo's settings are held back, not refused, and ppo's
+    reach its runs. A prefix naming no algorithm is still a typo refused in one sentence."""
+    from agentrl.bench.suite import plan_suite, probe_by_name
+
+    sets = ["algorithm.lr=1e-5", "sapo:algorithm.value_lr=3e-3", "ppo:algorithm.critic_lr=2e-5"]
+    plans = plan_suite(["ppo"], tmp_path / "out", probe_by_name("chain-d1"), seeds=1, iterations=2,
+                       overrides=sets)
+    (run,) = plans["chain-d1"].runs
+    assert (run.algo, run.config.algorithm.lr, run.config.algorithm.critic_lr) == ("ppo", 1e-5, 2e-5)
+    with pytest.raises(UserError, match="'sapoo', which is not an algorithm"):
+        plan_suite(["ppo"], tmp_path / "out", probe_by_name("chain-d1"), seeds=1,
+                   overrides=["sapoo:algorithm.value_lr=3e-3"])

@@ -117,9 +117,12 @@ def plan_suite(algos: Sequence[str], out: Path, probes: Sequence[Probe], *, mode
                trajectories: int = TRAJECTORIES, eval_episodes: int = EVAL_EPISODES,
                overrides: Sequence[str] = ()) -> dict[str, BenchPlan]:
     """One bench plan per probe, under ``OUT/<probe>/``."""
-    # the suite's own ALGO: settings apply where ALGO is compared; the user's go to the bench as
-    # given (a prefix naming an algorithm not compared stays an error there)
+    # the suite's own ALGO: settings apply where ALGO is compared. So do the user's: a suite
+    # folder's --set list is one, recorded in suite.json, and an invocation for part of its
+    # algorithms (--algos ppo) repeats it whole; a prefix naming no registered algorithm stays
+    # an error (a typo is not a setting silently dropped)
     shared = [s for s in SUITE_SETTINGS if ":" not in s.split("=", 1)[0] or s.split(":", 1)[0] in algos]
+    overrides = [s for s in overrides if _applies_to(s, algos)]
     plans = {}
     for probe in probes:
         sets = [*shared, *probe.overrides,
@@ -129,6 +132,21 @@ def plan_suite(algos: Sequence[str], out: Path, probes: Sequence[Probe], *, mode
                                        iterations=iterations, trajectories=trajectories,
                                        eval_episodes=eval_episodes)
     return plans
+
+
+def _applies_to(text: str, algos: Sequence[str]) -> bool:
+    """Whether the ``--set`` text ``text`` concerns one of ``algos`` (unprefixed ones concern all);
+    a prefix that names no registered algorithm is refused in one sentence."""
+    from agentrl.algorithms import algorithm_names
+
+    key = text.split("=", 1)[0]
+    if ":" not in key:
+        return True
+    name = key.split(":", 1)[0].strip().lower()
+    if name not in algorithm_names():
+        raise UserError(f"--set {text} is for '{name}', which is not an algorithm "
+                        f"({', '.join(algorithm_names())}).")
+    return name in algos
 
 
 def ordered_runs(plans: dict[str, BenchPlan]) -> list[tuple[str, PlannedRun]]:
