@@ -120,6 +120,13 @@ def _set_dotted(tree: dict[str, Any], path: Sequence[str], value: Any) -> None:
     node[path[-1]] = value
 
 
+def algorithm_prefix(text: str) -> str | None:
+    """The algorithm an ``ALGO:key=value`` ``--set`` text is for (lower-cased), or None when the
+    key has no prefix and the setting is for every algorithm."""
+    key = text.split("=", 1)[0]
+    return key.split(":", 1)[0].strip().lower() if ":" in key else None
+
+
 def split_algorithm_overrides(
     overrides: Sequence[str], algos: Sequence[str]
 ) -> tuple[list[str], dict[str, list[str]]]:
@@ -130,12 +137,11 @@ def split_algorithm_overrides(
     shared: list[str] = []
     own: dict[str, list[str]] = {}
     for text in overrides:
-        key = text.split("=", 1)[0]
-        if ":" not in key:
+        name = algorithm_prefix(text)
+        if name is None:
             shared.append(text)
             continue
-        name, rest = text.split(":", 1)
-        name = name.strip().lower()
+        rest = text.split(":", 1)[1]
         if name not in algos:
             raise UserError(
                 f"--set {text} is for '{name}', which is not among the compared algorithms "

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentrl.bench.plan import BenchPlan, PlannedRun, plan_bench
+from agentrl.bench.plan import BenchPlan, PlannedRun, algorithm_prefix, plan_bench
 from agentrl.bench.supervise import _clear_partial
 from agentrl.errors import UserError
 from agentrl.rundir.durable import atomic_write_text
@@ -121,7 +121,7 @@ def plan_suite(algos: Sequence[str], out: Path, probes: Sequence[Probe], *, mode
     # folder's --set list is one, recorded in suite.json, and an invocation for part of its
     # algorithms (--algos ppo) repeats it whole; a prefix naming no registered algorithm stays
     # an error (a typo is not a setting silently dropped)
-    shared = [s for s in SUITE_SETTINGS if ":" not in s.split("=", 1)[0] or s.split(":", 1)[0] in algos]
+    shared = [s for s in SUITE_SETTINGS if _applies_to(s, algos)]
     overrides = [s for s in overrides if _applies_to(s, algos)]
     plans = {}
     for probe in probes:
@@ -139,10 +139,9 @@ def _applies_to(text: str, algos: Sequence[str]) -> bool:
     a prefix that names no registered algorithm is refused in one sentence."""
     from agentrl.algorithms import algorithm_names
 
-    key = text.split("=", 1)[0]
-    if ":" not in key:
+    name = algorithm_prefix(text)
+    if name is None:
         return True
-    name = key.split(":", 1)[0].strip().lower()
     if name not in algorithm_names():
         raise UserError(f"--set {text} is for '{name}', which is not an algorithm "
                         f"({', '.join(algorithm_names())}).")
