@@ -10,7 +10,8 @@ import torch
 
 from agentrl.algorithms import PPO, SAPO, PPOConfig, SAPOConfig
 from agentrl.algorithms.sapo import readout
-from agentrl.algorithms.value_rows import RowAdam
+from agentrl.algorithms.losses import squash
+from agentrl.algorithms.value_rows import RowAdam, fit_value_rows, value_difference
 from agentrl.backends.hf import HFBackend
 from agentrl.models.policy import Policy
 from agentrl.models.value_tokens import ValueTokens, reserve_value_tokens, saved_readout
@@ -27,6 +28,36 @@ def test_readout_at_tau_one_quarter_is_four_times_the_logit_difference_clipped()
     tanh = readout(d, SAPOConfig(value_temperature=0.25, value_squash="tanh"))
     assert tanh.tolist() == pytest.approx([math.tanh(0.4), math.tanh(-0.8), math.tanh(1.2), math.tanh(-2.0), 0.0])
     assert readout(d, SAPOConfig()).tolist() == pytest.approx(d.tolist())  # tau_v 1: the old readout
+
+
+def test_clip_st_reads_as_the_papers_clip_and_passes_the_gradient_past_the_bound():
+    for kind, grad in (("clip", [0.0, 1.0, 0.0]), ("clip_st", [2.0, 1.0, -2.0])):
+        d = torch.tensor([2.0, 0.5, -3.0], requires_grad=True)
+        value = squash(d, kind)
+        assert value.tolist() == [1.0, 0.5, -1.0]  # the same values either way
+        # loss sum(v^2) (target 0): dL/dv = 2v = 2, 1, -2; clip lets it through inside +-1 only
+        (value ** 2).sum().backward()
+        assert d.grad.tolist() == pytest.approx(grad), kind
+
+
+def test_a_saturated_readout_stays_dead_under_clip_and_recovers_under_clip_st():
+    # d_post = (w+ - w-) . h = 3 for every turn: Q reads 1.0 (clipped) against targets
+    # 0.5 + 2x = 0.7, 0.3, 0.9, 0.1, which u = w+ - w- = (0.5, 2) fits exactly
+    rows = torch.tensor([[3.0, 0.0], [0.0, 0.0]])
+    hidden = torch.tensor([[1.0, 0.1], [1.0, -0.1], [1.0, 0.2], [1.0, -0.2]])
+    target = torch.tensor([0.7, 0.3, 0.9, 0.1])
+    for kind in ("clip", "clip_st"):
+        def loss_of(d_pre, d_post, kind=kind):
+            return ((squash(d_post, kind) - target) ** 2).mean()
+
+        before = float(loss_of(None, value_difference(rows, hidden, 0)))
+        assert before == pytest.approx((0.09 + 0.49 + 0.01 + 0.81) / 4)  # (1 - target)^2
+        fitted = fit_value_rows(rows, 0, hidden, hidden, loss_of, steps=400, lr=0.05)
+        after = float(loss_of(None, value_difference(fitted, hidden, 0)))
+        if kind == "clip":  # no gradient at all: the rows never move
+            assert torch.equal(fitted, rows) and after == before
+        else:
+            assert after < 0.01 * before
 
 
 @pytest.fixture(scope="module")

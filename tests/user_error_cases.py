@@ -216,7 +216,7 @@ CASES: list[Case] = [
     Case("zero clip range", _set("algorithm.clip_eps=0"), "'algorithm.clip_eps' must be greater than 0"),
     Case("PPO critic epochs 0", _set("algorithm.critic_epochs=0", algo="ppo"), "'algorithm.critic_epochs' must be at least 1"),
     Case("PPO GAE level misspelt", _set("algorithm.gae_level=word", algo="ppo"), "'algorithm.gae_level' must be one of turn, token"),
-    Case("SAPO squash misspelt", _set("algorithm.value_squash=sigmoid"), "'algorithm.value_squash' must be one of clip, tanh"),
+    Case("SAPO squash misspelt", _set("algorithm.value_squash=sigmoid"), "'algorithm.value_squash' must be one of clip, clip_st, tanh"),
     Case("staleness past the cap", _set("rollout.max_staleness=9"), "'rollout.max_staleness' must be"),
     Case("stale episodes, decoupled, no cap", _set("rollout.max_staleness=1"), "needs algorithm.tis_cap > 0"),
     Case("stale episodes with vLLM asleep", _set("rollout.max_staleness=1", "algorithm.tis_cap=2", "model.vllm_sleep=true"),

@@ -45,12 +45,21 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
 
 
 def squash(d: torch.Tensor, kind: str) -> torch.Tensor:
-    """SAPO's map from the logit difference to a value in [-1, 1] (in units of R_max)."""
+    """SAPO's map from the logit difference to a value in [-1, 1] (in units of R_max).
+
+    ``clip`` is the paper's; past +-1 it passes no gradient, so a readout driven there stays
+    there for good (docs/suite.md measured SAPO's Q pinned at 1.00 that way). ``clip_st`` has the
+    same values but lets the gradient through as if unclipped (straight-through): a saturated
+    readout whose target lies inside the range is pulled back, and one whose target is the bound
+    itself gets no push further out. ``tanh`` is smooth everywhere.
+    """
     if kind == "clip":
         return torch.clamp(d, -1.0, 1.0)
+    if kind == "clip_st":
+        return d + (torch.clamp(d, -1.0, 1.0) - d).detach()
     if kind == "tanh":
         return torch.tanh(d)
-    raise ValueError(f"value_squash must be 'clip' or 'tanh', not {kind!r}")
+    raise ValueError(f"value_squash must be 'clip', 'clip_st' or 'tanh', not {kind!r}")
 
 
 def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:

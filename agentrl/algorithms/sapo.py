@@ -50,7 +50,9 @@ class SAPOConfig(AlgoConfig):
     value_coef: float = 0.5  # c_V
     q_coef: float = 0.5  # c_Q
     value_clip: float | None = 0.2  # in units of R_max; None disables value clipping
-    value_squash: str = "clip"  # "clip" (the paper) or "tanh" (ours: never kills the gradient)
+    #: "clip" (the paper), "clip_st" (the paper's values, a straight-through gradient: ours) or
+    #: "tanh" (ours); the two of ours never leave a saturated readout without a gradient.
+    value_squash: str = "clip"
     #: tau_v: V = R_max * squash(d / tau_v). The paper's write-up names it without a value.
     value_temperature: float = 1.0
     #: Learning rate of the two value rows w+/w- (their own Adam; the backbone keeps ``lr``).

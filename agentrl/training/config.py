@@ -368,7 +368,7 @@ def check_option(option: str, value: float) -> None:
 #: ``section.key`` -> the words it may be (string settings whose typos would otherwise surface late).
 CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.backend": ("auto", "hf", "vllm"),
-    "algorithm.value_squash": ("clip", "tanh"),
+    "algorithm.value_squash": ("clip", "clip_st", "tanh"),
     "algorithm.advantage_turns": ("valid", "all"),
     "algorithm.value_epoch_optimizer": ("own", "shared"),
     "rollout.time_limit": ("auto", "bootstrap", "terminal"),
