@@ -48,7 +48,7 @@ def squash(d: torch.Tensor, kind: str) -> torch.Tensor:
     """SAPO's map from the logit difference to a value in [-1, 1] (in units of R_max).
 
     ``clip`` is the paper's; past +-1 it passes no gradient, so a readout driven there stays
-    there for good (docs/suite.md measured SAPO's Q pinned at 1.00 that way). ``clip_st`` has the
+    there for good (``tanh`` nearly so: slope < 1e-3 past 4.1; docs/suite.md). ``clip_st`` has the
     same values but lets the gradient through as if unclipped (straight-through): a saturated
     readout whose target lies inside the range is pulled back, and one whose target is the bound
     itself gets no push further out. ``tanh`` is smooth everywhere.
