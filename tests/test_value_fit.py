@@ -116,6 +116,23 @@ def test_a_head_only_readout_learns_what_its_features_hold_and_not_at_rate_zero(
     assert frozen[-1].test_ev_mc == pytest.approx(0.0) and frozen[-1].v_std == 0.0
 
 
+def test_the_bench_scores_q_beside_v():
+    data, pre = _head_data(1.0)
+    cfg = SAPOConfig(value_squash="tanh", value_clip=None)
+    settings = vf.TrainSettings(steps=200, refresh=1, checkpoints=(200,), target="mc")
+    # Q alone is trained (c_V 0) on post-action features equal to the pre-action ones, so V reads
+    # the same rows off the same features: both start flat (EV 0) and end scoring alike
+    points = vf.train_readout(data, vf.SapoHead(pre, pre, torch.zeros(2, 2), cfg, lr=0.05), settings, None,
+                              value_coef=0.0, q_coef=1.0)
+    assert points[0].test_ev_q == pytest.approx(0.0)
+    assert points[-1].test_ev_q > 0.9
+    assert points[-1].test_ev_q == pytest.approx(points[-1].test_ev_mc)
+    ppo = vf.train_readout(data, vf.PpoHead(pre, lr=0.05, weight_decay=0.0), settings, None)
+    assert ppo[-1].test_ev_q != ppo[-1].test_ev_q  # nan: PPO's critic has no Q
+    table = vf.markdown_table([vf.FitResult("sapo-head", {}, points), vf.FitResult("ppo-head", {}, ppo)], [200])
+    assert table.splitlines()[0].endswith("| Q EV | s |") and "| n/a |" in table.splitlines()[3]
+
+
 def test_replay_reproduces_a_played_episode_token_for_token(tiny_model, tokenizer, tmp_path):
     cfg = RolloutConfig(action_mode="constrained", history_window=1)
     policy = Policy(copy.deepcopy(tiny_model), tokenizer)

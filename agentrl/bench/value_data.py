@@ -390,6 +390,9 @@ class FitPoint:
     test_ev_lambda: float
     train_ev_mc: float
     v_std: float  # spread of V on the held-out turns (units of R_max)
+    #: Q's held-out EV against the Monte-Carlo return (the return after the action taken is
+    #: Q's target as much as V's); nan for readouts without a Q
+    test_ev_q: float = float("nan")
 
 
 @dataclass
@@ -408,14 +411,15 @@ class FitResult:
         return max(scored, key=lambda p: p.test_ev_mc) if scored else self.points[-1]
 
 
-def score(data: FitData, v: torch.Tensor, steps: int) -> FitPoint:
-    """Explained variances of per-slot values ``v`` on held-out and training turns."""
+def score(data: FitData, v: torch.Tensor, steps: int, q: torch.Tensor | None = None) -> FitPoint:
+    """Explained variances of per-slot values ``v`` (and ``q``) on held-out and training turns."""
     test, train = data.turn_slots(True), data.turn_slots(False)
     lam = data.lambda_returns(v.detach())
     return FitPoint(steps, explained_variance(v[test], data.mc[test]),
                     explained_variance(v[test], lam[test]),
                     explained_variance(v[train], data.mc[train]),
-                    float(v[test].std(unbiased=False)))
+                    float(v[test].std(unbiased=False)),
+                    float("nan") if q is None else explained_variance(q.detach()[test], data.mc[test]))
 
 
 def references(data: FitData, pre: torch.Tensor) -> list[FitResult]:

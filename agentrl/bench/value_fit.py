@@ -258,8 +258,8 @@ def train_readout(data: FitData, model: Readout, settings: TrainSettings, value_
         raise UserError(f"The value-fit target must be 'lambda' or 'mc', not {settings.target!r}.")
     train = data.turn_slots(False)
     points = []
-    v_all, _ = model.values(None)
-    points.append(score(data, v_all, 0))
+    v_all, q_all = model.values(None)
+    points.append(score(data, v_all, 0, q_all))
     anchors: tuple[torch.Tensor, ...] = ()
     for step in range(1, settings.steps + 1):
         if (step - 1) % settings.refresh == 0:
@@ -283,8 +283,8 @@ def train_readout(data: FitData, model: Readout, settings: TrainSettings, value_
 
         model.step(loss_of)
         if step in settings.checkpoints or step == settings.steps:
-            v_all, _ = model.values(None)
-            points.append(score(data, v_all.detach(), step))
+            v_all, q_all = model.values(None)
+            points.append(score(data, v_all.detach(), step, q_all))
     return points
 
 
@@ -297,9 +297,9 @@ def fresh_copy(policy: Policy) -> Policy:
 def markdown_table(results: Sequence[FitResult], checkpoints: Sequence[int]) -> str:
     """One row per readout: held-out EV vs Monte-Carlo at each checkpoint (the closed-form
     references have only a final value), then at the end EV vs the lambda-return of its own
-    values, training EV and V's spread on the held-out turns."""
+    values, training EV, V's spread on the held-out turns and Q's held-out EV (SAPO's readouts)."""
     head = ["readout", "settings", *[f"K={k}" for k in checkpoints], "final", "EV vs λ-return",
-            "train EV", "V std", "s"]
+            "train EV", "V std", "Q EV", "s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         by_step = {p.steps: p for p in r.points} if len(r.points) > 1 else {}
@@ -307,7 +307,8 @@ def markdown_table(results: Sequence[FitResult], checkpoints: Sequence[int]) -> 
         f = r.final
         text = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in r.settings.items())
         lines.append("| " + " | ".join([r.name, text, *cells, f"**{_ev(f.test_ev_mc)}**", _ev(f.test_ev_lambda),
-                                        _ev(f.train_ev_mc), f"{f.v_std:.3f}", f"{r.seconds:.1f}"]) + " |")
+                                        _ev(f.train_ev_mc), f"{f.v_std:.3f}", _ev(f.test_ev_q),
+                                        f"{r.seconds:.1f}"]) + " |")
     return "\n".join(lines)
 
 
