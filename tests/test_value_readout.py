@@ -143,6 +143,25 @@ def test_checkpoint_records_the_readout(tmp_path):
     assert saved_readout(tmp_path) is None
 
 
+def test_a_readout_differs_by_the_values_it_gives_not_by_its_gradient(tmp_path):
+    from types import SimpleNamespace
+
+    from agentrl.training.resume import readout_difference
+
+    ValueTokens(plus=10, minus=11).save(tmp_path, readout={"value_temperature": 1.0, "value_squash": "clip"})
+
+    def reading(**settings):
+        return SimpleNamespace(readout_settings=lambda: settings)
+
+    # clip_st gives the clip's values: a warm start under it starts from the same V and Q
+    assert readout_difference(tmp_path, reading(value_temperature=1.0, value_squash="clip_st")) is None
+    assert readout_difference(tmp_path, reading(value_temperature=1.0, value_squash="clip")) is None
+    tanh = reading(value_temperature=1.0, value_squash="tanh")
+    assert readout_difference(tmp_path, tanh) == ({"value_temperature": 1.0, "value_squash": "clip"},
+                                                  {"value_temperature": 1.0, "value_squash": "tanh"})
+    assert readout_difference(tmp_path, reading(value_temperature=0.25, value_squash="clip_st")) is not None
+
+
 @pytest.mark.parametrize("setting, terminal", [("auto", True), ("bootstrap", False), ("terminal", True)])
 def test_a_visible_time_limit_ends_the_episode_as_terminal(tiny_model, tokenizer, setting, terminal):
     """Corridor shows the moves left, so ``auto`` treats its step limit as terminal: no

@@ -98,7 +98,13 @@ def readout_difference(folder: Path, algorithm: Any) -> tuple[dict[str, Any], di
     from agentrl.models.value_tokens import saved_readout
 
     recorded, current = saved_readout(folder), algorithm.readout_settings()
-    return (recorded, current) if recorded and current and recorded != current else None
+    return (recorded, current) if recorded and current and _values_of(recorded) != _values_of(current) else None
+
+
+def _values_of(readout: dict[str, Any]) -> dict[str, Any]:
+    """A readout as the values it gives: ``clip_st`` reads exactly as ``clip`` (only its gradient
+    differs), so a model trained under one starts under the other with its values unchanged."""
+    return {**readout, "value_squash": "clip"} if readout.get("value_squash") == "clip_st" else readout
 
 
 def nonfinite_message(latest: Path | None, iteration: int, exc: Any) -> str:
