@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from agentrl.algorithms import PPO, SAPO, PPOConfig, SAPOConfig
-from agentrl.algorithms.sapo import readout
 from agentrl.algorithms.losses import squash
+from agentrl.algorithms.sapo import readout
 from agentrl.algorithms.value_rows import RowAdam, fit_value_rows, value_difference
 from agentrl.backends.hf import HFBackend
 from agentrl.models.policy import Policy
