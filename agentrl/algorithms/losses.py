@@ -62,6 +62,12 @@ def squash(d: torch.Tensor, kind: str) -> torch.Tensor:
     raise ValueError(f"value_squash must be 'clip', 'clip_st' or 'tanh', not {kind!r}")
 
 
+def squash_reading(kind: str) -> str:
+    """The squash whose values ``kind`` gives: ``clip_st`` reads as ``clip`` (only its gradient
+    differs), so a readout recorded under one means the same under the other."""
+    return "clip" if kind == "clip_st" else kind
+
+
 def explained_variance(pred: torch.Tensor, target: torch.Tensor) -> float:
     """``1 - Var(y - v) / Var(y)``: 1 is perfect, 0 no better than a constant; nan if Var(y) = 0."""
     var_y = target.var(unbiased=False)

@@ -102,9 +102,12 @@ def readout_difference(folder: Path, algorithm: Any) -> tuple[dict[str, Any], di
 
 
 def _values_of(readout: dict[str, Any]) -> dict[str, Any]:
-    """A readout as the values it gives: ``clip_st`` reads exactly as ``clip`` (only its gradient
-    differs), so a model trained under one starts under the other with its values unchanged."""
-    return {**readout, "value_squash": "clip"} if readout.get("value_squash") == "clip_st" else readout
+    """A readout as the values it gives (:func:`agentrl.algorithms.losses.squash_reading`)."""
+    from agentrl.algorithms.losses import squash_reading
+
+    if "value_squash" not in readout:
+        return readout
+    return {**readout, "value_squash": squash_reading(readout["value_squash"])}
 
 
 def nonfinite_message(latest: Path | None, iteration: int, exc: Any) -> str:
