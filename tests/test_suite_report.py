@@ -38,6 +38,28 @@ def test_pooled_ev_and_leave_one_out_ceiling_by_hand():
     assert ceiling_ev(eps, 1.0) == pytest.approx(1 / 9)
 
 
+def test_q_keys_on_state_and_action_by_hand():
+    # gamma 1: at lamp A, action "l" leads to B (pays 1), "r" to C (pays 0), twice each; Q reads
+    # 1 after "l", 0 after "r", and 0.5 on the last C turn
+    def ep(action, second, reward, qs):
+        return {"turns": [{"observation": "A", "action": action, "reward": 0, "V": 0.5, "Q": qs[0]},
+                          {"observation": second, "action": "wait", "reward": reward, "V": 0.5, "Q": qs[1]}]}
+
+    eps = [ep("l", "B", 1, (1, 1)), ep("r", "C", 0, (0, 0)), ep("l", "B", 1, (1, 1)), ep("r", "C", 0, (0, 0.5))]
+    # returns 1,1 / 0,0 / 1,1 / 0,0 (variance 1/4); Q's residuals all 0 but -0.5 on the last:
+    # mean -1/16, mean square 1/32, variance 1/32 - 1/256 = 7/256 -> EV 1 - (7/256) / (1/4) = 57/64
+    assert pooled_ev(eps, 1.0, "Q") == pytest.approx(57 / 64)
+    # keyed on (state, action), every pair is seen twice with the same return: ceiling 1; keyed on
+    # the state alone, the four A turns are a coin flip (1/9, as in the test above)
+    assert ceiling_ev(eps, 1.0, value="Q") == pytest.approx(1.0)
+    assert ceiling_ev(eps, 1.0) == pytest.approx(1 / 9)
+    # a run without Q (PPO's traces) has none
+    assert pooled_ev([_episode(["A", "B"], [0, 1], [0, 1]), _episode(["A", "C"], [0, 0], [0, 0])], 1.0, "Q") is None
+    run = SuiteRun("chain-d1", "sapo", 0, [], 0.5, None, None, None, q_eval_ev=57 / 64, q_ceiling=1.0)
+    assert run.q_judged and run.q_learned
+    assert not SuiteRun("chain-d1", "ppo", 0, [], 0.5, 0.9, None, 1.0).q_judged
+
+
 def test_ceiling_keys_on_the_whole_conversation_in_conversation_mode():
     # the code is only in the first observation; the second observation is the same question
     eps = [_episode(["code 1", "which code?"], [0, 1], [0, 0]), _episode(["code 2", "which code?"], [0, 0], [0, 0]),

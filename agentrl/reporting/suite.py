@@ -81,20 +81,24 @@ def mc_returns(rewards: Sequence[float], gamma: float) -> list[float]:
     return out[::-1]
 
 
-def _turn_targets(episodes: Sequence[dict[str, Any]], gamma: float,
-                  conversation: bool) -> tuple[list[tuple[str, ...]], list[float], list[float]]:
-    """Per turn of the episodes that recorded V: (state key, Monte-Carlo return, V)."""
+def _turn_targets(episodes: Sequence[dict[str, Any]], gamma: float, conversation: bool,
+                  value: str = "V") -> tuple[list[tuple[str, ...]], list[float], list[float]]:
+    """Per turn of the episodes that recorded ``value`` (``V``, or SAPO's ``Q``): (key,
+    Monte-Carlo return, value). The key is the state (the observation the prompt showed; every
+    observation so far in conversation mode), with the turn's action added for Q, which is a
+    function of both: its target is the return that followed that action in that state."""
     keys: list[tuple[str, ...]] = []
     returns: list[float] = []
     values: list[float] = []
     for ep in episodes:
         turns = ep.get("turns", [])
-        if not turns or any("V" not in t for t in turns):
+        if not turns or any(value not in t for t in turns):
             continue
         seen = [str(t.get("observation", "")) for t in turns]
-        keys += [tuple(seen[:i + 1]) if conversation else (seen[i],) for i in range(len(turns))]
+        states = [tuple(seen[:i + 1]) if conversation else (seen[i],) for i in range(len(turns))]
+        keys += [(*key, str(t.get("action", ""))) if value == "Q" else key for key, t in zip(states, turns, strict=True)]
         returns += mc_returns([float(t["reward"]) for t in turns], gamma)
-        values += [float(t["V"]) for t in turns]
+        values += [float(t[value]) for t in turns]
     return keys, returns, values
 
 
@@ -105,19 +109,22 @@ def _explained(returns: Sequence[float], predicted: Sequence[float]) -> float | 
     return float(1.0 - (g - v).var() / g.var())
 
 
-def pooled_ev(episodes: Sequence[dict[str, Any]], gamma: float) -> float | None:
-    """Explained variance of the turns' recorded ``V`` against their Monte-Carlo returns, pooled
-    over every turn of ``episodes``; None when the returns do not vary or no turn has a V."""
-    _, returns, values = _turn_targets(episodes, gamma, conversation=False)
+def pooled_ev(episodes: Sequence[dict[str, Any]], gamma: float, value: str = "V") -> float | None:
+    """Explained variance of the turns' recorded ``value`` (``V`` or ``Q``) against their
+    Monte-Carlo returns, pooled over every turn of ``episodes``; None when the returns do not vary
+    or no turn has that value."""
+    _, returns, values = _turn_targets(episodes, gamma, conversation=False, value=value)
     return _explained(returns, values)
 
 
-def ceiling_ev(episodes: Sequence[dict[str, Any]], gamma: float, conversation: bool = False) -> float | None:
+def ceiling_ev(episodes: Sequence[dict[str, Any]], gamma: float, conversation: bool = False,
+               value: str = "V") -> float | None:
     """The EV a state-value function could reach on these turns: each return predicted by the
     mean return of the other turns with the same state key (leave-one-out, so one sample per
-    state does not fit itself; a state seen once gets the mean of all other turns). None when the
-    returns do not vary."""
-    keys, returns, _ = _turn_targets(episodes, gamma, conversation)
+    state does not fit itself; a state seen once gets the mean of all other turns). With
+    ``value="Q"`` the key is the state and the action, the ceiling of an action-value function.
+    None when the returns do not vary."""
+    keys, returns, _ = _turn_targets(episodes, gamma, conversation, value)
     if len(returns) < 2:
         return None
     sums: dict[tuple[str, ...], list[float]] = {}
@@ -146,6 +153,9 @@ class SuiteRun:
     eval_ev: float | None
     train_ev: float | None
     ceiling: float | None = None  # :func:`ceiling_ev` of the same eval episodes
+    #: SAPO's Q on the same turns (None for algorithms that read none): its eval EV and ceiling
+    q_eval_ev: float | None = None
+    q_ceiling: float | None = None
 
     @property
     def judged(self) -> bool:
@@ -160,6 +170,16 @@ class SuiteRun:
         """Whether V reached ``EV_SHARE`` of what these episodes allow."""
         return self.judged and self.eval_ev is not None and self.eval_ev >= EV_SHARE * (self.ceiling or 0.0)
 
+    @property
+    def q_judged(self) -> bool:
+        """:attr:`judged` for Q (its ceiling keys on state and action)."""
+        return self.q_eval_ev is not None and self.q_ceiling is not None and self.q_ceiling > 0
+
+    @property
+    def q_learned(self) -> bool:
+        """Whether Q reached ``EV_SHARE`` of its ceiling."""
+        return self.q_judged and self.q_eval_ev is not None and self.q_eval_ev >= EV_SHARE * (self.q_ceiling or 0.0)
+
 
 def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
     if not (folder / SUMMARY_FILE).is_file():
@@ -170,17 +190,19 @@ def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
     records = [r for r in read_records(folder / METRICS_FILE) if "rollout/return" in r]
     final = (summary.get("final_eval") or {}).get("eval/return")
     evals = sorted((folder / "eval").glob("iter_*.jsonl"))
-    eval_ev = ceiling = None
+    eval_ev = ceiling = q_eval_ev = q_ceiling = None
     if evals and algo != "grpo":
         episodes = [json.loads(line) for line in evals[-1].read_text().splitlines() if line.strip()]
         eval_ev = pooled_ev(episodes, gamma)
         conversation = (config.get("rollout") or {}).get("history") == "conversation"
         ceiling = ceiling_ev(episodes, gamma, conversation)
+        q_eval_ev = pooled_ev(episodes, gamma, "Q")
+        q_ceiling = ceiling_ev(episodes, gamma, conversation, "Q")
     batch_evs = [r.get("value/explained_variance_v") for r in records[-5:]]
     batch_evs = [e for e in batch_evs if isinstance(e, (int, float)) and math.isfinite(e)]
     train_ev = statistics.median(batch_evs) if batch_evs and algo != "grpo" else None
     return SuiteRun(probe, algo, int(folder.name.removeprefix("seed")), records,
-                    None if final is None else float(final), eval_ev, train_ev, ceiling)
+                    None if final is None else float(final), eval_ev, train_ev, ceiling, q_eval_ev, q_ceiling)
 
 
 def read_suite(out: Path) -> tuple[dict[str, Any], list[SuiteRun]]:
@@ -250,12 +272,23 @@ def _curves_figure(manifest: dict[str, Any], runs: Sequence[SuiteRun], key: str,
     return path
 
 
+def _last_median(runs: Sequence[SuiteRun], key: str) -> list[float]:
+    """Per run, the median of ``key`` over its last 5 iterations (finite values only)."""
+    out = []
+    for run in runs:
+        values = [r.get(key) for r in run.records[-5:]]
+        values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+        if values:
+            out.append(statistics.median(values))
+    return out
+
+
 def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                          runs: Sequence[SuiteRun]) -> Document:
     """The report's document from what :func:`read_suite` read."""
     algos = manifest["algos"]
     settings = manifest.get("settings", {})
-    rows, value_rows = [], []
+    rows, value_rows, q_rows = [], [], []
     for probe in manifest["probes"]:
         for algo in algos:
             mine = [r for r in runs if r.probe == probe["name"] and r.algo == algo]
@@ -279,6 +312,11 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                                    _interval_text(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
                                    f"{reached} of {judged}", str(flagged),
                                    _interval_text(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
+            if any(r.q_eval_ev is not None for r in mine):
+                q_rows.append([probe["name"], algo, _interval_text(t_interval([r.q_eval_ev for r in mine])),
+                               _interval_text(t_interval([r.q_ceiling for r in mine if r.q_eval_ev is not None])),
+                               f"{sum(r.q_learned for r in mine)} of {sum(r.q_judged for r in mine)}",
+                               str(sum(not r.q_judged for r in mine)), _interval_text(t_interval(_last_median(mine, "value/explained_variance_q")))])
     figures = report_dir / "figures"
     blocks: list[Any] = [
         Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "
@@ -304,6 +342,13 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                       "the mean return of the other turns that showed the same state). Train EV: the "
                       "update's V against its lambda-return targets."),
     ]
+    if q_rows:
+        value_blocks.append(Table(
+            ["probe", "algorithm", "Q eval EV vs MC return", "Q EV ceiling", f"runs where Q learned (>= {EV_SHARE:g} x ceiling)",
+             "runs not judged", "Q train EV (last 5, median)"], q_rows,
+            caption="SAPO's Q(s, a) on the same turns against the return that followed the action; its ceiling "
+                    "predicts each return by the other turns with the same state and action. Q is trained "
+                    "toward its SARSA target and is not used in the advantages (docs/algorithms.md)."))
     images = []
     for key, name, label, norm in (("rollout/return", "suite_learning.png", "normalised return", True),
                                    ("value/explained_variance_v", "suite_value_ev.png", "V explained variance (median)", False)):
