@@ -10,6 +10,7 @@ from agentrl.reporting.suite import (
     SuiteRun,
     ceiling_ev,
     mc_returns,
+    median_of_last,
     pooled_ev,
     t_interval,
 )
@@ -87,6 +88,15 @@ def test_learned_is_a_share_of_the_ceiling():
     # a ceiling <= 0 (failures no state foretells) or no return variance: not judged either way
     assert run(0.27, 0.53).judged and run(0.0, 0.53).judged
     assert not run(0.1, -0.2).judged and not run(0.1, 0.0).judged and not run(None, 0.53).judged
+
+
+def test_train_ev_is_the_median_of_the_last_five_finite_values():
+    key = "value/explained_variance_v"
+    records = [{key: 1.0}, {key: float("nan")}, {key: 3.0}, {key: 0.5}, {"other": 1.0}, {key: 10.0}]
+    # the last five: nan (left out), 3, 0.5, missing, 10 -> median of 0.5, 3, 10 = 3
+    assert median_of_last(records, key) == 3.0
+    assert median_of_last(records, key, last=2) == 10.0
+    assert median_of_last([{key: float("nan")}], key) is None and median_of_last([], key) is None
 
 
 def test_t_interval_by_hand():

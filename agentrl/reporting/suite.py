@@ -181,6 +181,14 @@ class SuiteRun:
         return self.q_judged and self.q_eval_ev is not None and self.q_eval_ev >= EV_SHARE * (self.q_ceiling or 0.0)
 
 
+def median_of_last(records: Sequence[dict[str, Any]], key: str, last: int = 5) -> float | None:
+    """The median of ``key`` over the last ``last`` iterations' records (finite values only; a
+    batch without target variance logs nan and is left out); None when there is none."""
+    values = [r.get(key) for r in records[-last:]]
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return statistics.median(values) if values else None
+
+
 def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
     if not (folder / SUMMARY_FILE).is_file():
         return None
@@ -198,9 +206,7 @@ def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
         ceiling = ceiling_ev(episodes, gamma, conversation)
         q_eval_ev = pooled_ev(episodes, gamma, "Q")
         q_ceiling = ceiling_ev(episodes, gamma, conversation, "Q")
-    batch_evs = [r.get("value/explained_variance_v") for r in records[-5:]]
-    batch_evs = [e for e in batch_evs if isinstance(e, (int, float)) and math.isfinite(e)]
-    train_ev = statistics.median(batch_evs) if batch_evs and algo != "grpo" else None
+    train_ev = None if algo == "grpo" else median_of_last(records, "value/explained_variance_v")
     return SuiteRun(probe, algo, int(folder.name.removeprefix("seed")), records,
                     None if final is None else float(final), eval_ev, train_ev, ceiling, q_eval_ev, q_ceiling)
 
@@ -272,17 +278,6 @@ def _curves_figure(manifest: dict[str, Any], runs: Sequence[SuiteRun], key: str,
     return path
 
 
-def _last_median(runs: Sequence[SuiteRun], key: str) -> list[float]:
-    """Per run, the median of ``key`` over its last 5 iterations (finite values only)."""
-    out = []
-    for run in runs:
-        values = [r.get(key) for r in run.records[-5:]]
-        values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-        if values:
-            out.append(statistics.median(values))
-    return out
-
-
 def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                          runs: Sequence[SuiteRun]) -> Document:
     """The report's document from what :func:`read_suite` read."""
@@ -316,7 +311,9 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                 q_rows.append([probe["name"], algo, _interval_text(t_interval([r.q_eval_ev for r in mine])),
                                _interval_text(t_interval([r.q_ceiling for r in mine if r.q_eval_ev is not None])),
                                f"{sum(r.q_learned for r in mine)} of {sum(r.q_judged for r in mine)}",
-                               str(sum(not r.q_judged for r in mine)), _interval_text(t_interval(_last_median(mine, "value/explained_variance_q")))])
+                               str(sum(not r.q_judged for r in mine)),
+                               _interval_text(t_interval([median_of_last(r.records, "value/explained_variance_q")
+                                                          for r in mine]))])
     figures = report_dir / "figures"
     blocks: list[Any] = [
         Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "
