@@ -4,7 +4,7 @@ refused (the report reads the probes, algorithms and settings from this file alo
 
 import pytest
 
-from agentrl.bench.suite import merged_manifest
+from agentrl.bench.suite import merged_manifest, write_manifest
 from agentrl.errors import UserError
 
 SETTINGS = {"model": "embedded", "seeds": 3, "first_seed": 0, "iterations": 12, "trajectories": 16,
@@ -45,6 +45,20 @@ def test_other_run_shaping_settings_are_refused(key, value):
 def test_more_iterations_are_allowed_and_recorded():
     old = {"probes": [], "algos": ["sapo"], "settings": SETTINGS}
     assert merged_manifest(old, [], ["sapo"], {**SETTINGS, "iterations": 20})["settings"]["iterations"] == 20
+
+
+def test_each_invocation_keeps_its_own_session_even_within_one_second(tmp_path):
+    """A session is found again by its id: two invocations that start in the same second are two
+    entries (keyed by the start time, the second once replaced the first), and an invocation's
+    closing write replaces its own entry."""
+    import json
+
+    first = {"id": "a", "started": "2026-12-06T05:23:00+00:00", "runs_to_do": 1}
+    write_manifest(tmp_path, [], ["sapo"], SETTINGS, first)
+    write_manifest(tmp_path, [], ["sapo"], SETTINGS, {**first, "runs_done": 1})
+    write_manifest(tmp_path, [], ["sapo"], SETTINGS, {"id": "b", "started": first["started"], "runs_to_do": 2})
+    sessions = json.loads((tmp_path / "suite.json").read_text())["sessions"]
+    assert [(s["id"], s.get("runs_done")) for s in sessions] == [("a", 1), ("b", None)]
 
 
 def test_a_suite_resumed_for_another_probe_reports_both(tmp_path):

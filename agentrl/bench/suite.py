@@ -198,12 +198,14 @@ def merged_manifest(old: dict[str, Any], probes: list[dict[str, Any]], algos: Se
 def write_manifest(out: Path, probes: list[dict[str, Any]], algos: Sequence[str], settings: dict[str, Any],
                    session: dict[str, Any]) -> None:
     """``OUT/suite.json``: the probes (:func:`probe_records`), the shared settings and every
-    invocation (appended), merged with what an earlier invocation wrote (:func:`merged_manifest`)."""
+    invocation (appended), merged with what an earlier invocation wrote (:func:`merged_manifest`).
+    A session written again (at its end, with what it did) replaces its own entry, found by its
+    ``id``."""
     path = out / SUITE_FILE
     data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
     data = merged_manifest(data, probes, algos, settings)
     sessions = data.setdefault("sessions", [])
-    if sessions and sessions[-1].get("started") == session.get("started"):
+    if sessions and session.get("id") is not None and sessions[-1].get("id") == session["id"]:
         sessions[-1] = session
     else:
         sessions.append(session)

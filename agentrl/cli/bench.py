@@ -184,6 +184,7 @@ def suite(
     """Run the behaviour suite: every probe x algorithm x seed, like-for-like (resumable)."""
     import datetime
     import platform
+    import uuid
 
     from agentrl.bench.plan import parse_algos
     from agentrl.bench.suite import (
@@ -207,7 +208,10 @@ def suite(
     todo = sum(r.action != "skip" for p in plans.values() for r in p.runs)
     console.print(f"{len(chosen)} probes x {len(names)} algorithms x {seeds} seeds: {total} runs "
                   f"({todo} to do) -> {out}")
-    session = {"started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    # the id, not the start time, tells this invocation's entry from an earlier one's: two short
+    # invocations can start within the same second
+    session = {"id": uuid.uuid4().hex[:12],
+               "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                "command": " ".join(shlex.quote(a) for a in sys.argv), "machine": platform.processor()
                or platform.machine(), "runs_to_do": todo}
     settings = {"model": model, "seeds": seeds, "first_seed": first_seed, "iterations": iterations,
