@@ -7,12 +7,14 @@ import pytest
 
 from agentrl.reporting.suite import (
     EV_SHARE,
-    SuiteRun,
+    ValueFit,
+    _value_row,
     ceiling_ev,
     mc_returns,
     median_of_last,
     pooled_ev,
     t_interval,
+    value_fit,
 )
 
 
@@ -56,9 +58,11 @@ def test_q_keys_on_state_and_action_by_hand():
     assert ceiling_ev(eps, 1.0) == pytest.approx(1 / 9)
     # a run without Q (PPO's traces) has none
     assert pooled_ev([_episode(["A", "B"], [0, 1], [0, 1]), _episode(["A", "C"], [0, 0], [0, 0])], 1.0, "Q") is None
-    run = SuiteRun("chain-d1", "sapo", 0, [], 0.5, None, None, None, q_eval_ev=57 / 64, q_ceiling=1.0)
-    assert run.q_judged and run.q_learned
-    assert not SuiteRun("chain-d1", "ppo", 0, [], 0.5, 0.9, None, 1.0).q_judged
+    # one pass gives both numbers, judged by the same rule as V
+    q = value_fit(eps, 1.0, False, "Q", 0.3)
+    assert q.eval_ev == pytest.approx(57 / 64) and q.ceiling == pytest.approx(1.0) and q.train_ev == 0.3
+    assert q.judged and q.learned
+    assert not ValueFit(0.9, None).judged and not ValueFit().learned
 
 
 def test_ceiling_keys_on_the_whole_conversation_in_conversation_mode():
@@ -80,7 +84,7 @@ def test_no_return_variance_gives_no_ev():
 
 def test_learned_is_a_share_of_the_ceiling():
     def run(ev, ceiling):
-        return SuiteRun("chain-d1", "sapo", 0, [], 0.5, ev, None, ceiling)
+        return ValueFit(ev, ceiling)
 
     assert EV_SHARE == 0.5
     assert run(0.27, 0.53).learned and not run(0.26, 0.53).learned
@@ -103,3 +107,12 @@ def test_t_interval_by_hand():
     # mean 2, sample sd 1, sem 1/sqrt(3), t(2) = 4.303
     mean, half = t_interval([1.0, 2.0, 3.0])
     assert mean == pytest.approx(2.0) and half == pytest.approx(4.303 / 3 ** 0.5)
+
+
+def test_value_row_counts_and_intervals_by_hand():
+    fits = [ValueFit(0.6, 1.0, 0.5), ValueFit(0.2, 1.0), ValueFit(None, None, 0.7)]
+    # eval EV over the two measured runs: mean 0.4, sample SD 0.2828, SEM 0.2, t(1) 12.706 -> 2.54;
+    # ceiling 1.0 twice: SEM 0 -> "1.00 ± 0.00"; learned: 0.6 >= 0.5 x 1, 0.2 is not -> 1 of 2
+    # judged, and the third run (no eval EV) is not judged; train EV 0.5 and 0.7 -> 0.60 ± 1.27
+    assert _value_row("chain-d1", "sapo", fits) == [
+        "chain-d1", "sapo", "0.40 ± 2.54", "1.00 ± 0.00", "1 of 2", "1", "0.60 ± 1.27"]

@@ -30,7 +30,7 @@ import json
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,10 @@ def ceiling_ev(episodes: Sequence[dict[str, Any]], gamma: float, conversation: b
     ``value="Q"`` the key is the state and the action, the ceiling of an action-value function.
     None when the returns do not vary."""
     keys, returns, _ = _turn_targets(episodes, gamma, conversation, value)
+    return _leave_one_out_ev(keys, returns)
+
+
+def _leave_one_out_ev(keys: Sequence[tuple[str, ...]], returns: Sequence[float]) -> float | None:
     if len(returns) < 2:
         return None
     sums: dict[tuple[str, ...], list[float]] = {}
@@ -143,6 +147,39 @@ def ceiling_ev(episodes: Sequence[dict[str, Any]], gamma: float, conversation: b
     return _explained(returns, predicted)
 
 
+@dataclass(frozen=True)
+class ValueFit:
+    """How well one value function of a run (V, or SAPO's Q) fit: its eval EV against the
+    Monte-Carlo returns of the final evaluation, the ceiling of those same turns
+    (:func:`ceiling_ev`) and its train EV (:func:`median_of_last`). V and Q are judged by the same
+    rule, so they share this record."""
+
+    eval_ev: float | None = None
+    ceiling: float | None = None
+    train_ev: float | None = None
+
+    @property
+    def judged(self) -> bool:
+        """Whether these eval episodes can tell a value that learned: their returns vary and a
+        value function could explain some of it (ceiling > 0). Where the policy's remaining
+        failures are coin flips no state foretells, the ceiling is <= 0 and every value, even 0,
+        "reaches" half of it; such a run is counted apart, like one without return variance."""
+        return self.eval_ev is not None and self.ceiling is not None and self.ceiling > 0
+
+    @property
+    def learned(self) -> bool:
+        """Whether the value reached ``EV_SHARE`` of what these episodes allow."""
+        return self.judged and self.eval_ev is not None and self.eval_ev >= EV_SHARE * (self.ceiling or 0.0)
+
+
+def value_fit(episodes: Sequence[dict[str, Any]], gamma: float, conversation: bool, value: str,
+              train_ev: float | None) -> ValueFit:
+    """:class:`ValueFit` of ``value`` (``V`` or ``Q``) on ``episodes``, reading their turns once
+    for both the EV and the ceiling."""
+    keys, returns, values = _turn_targets(episodes, gamma, conversation, value)
+    return ValueFit(_explained(returns, values), _leave_one_out_ev(keys, returns), train_ev)
+
+
 @dataclass
 class SuiteRun:
     probe: str
@@ -150,35 +187,9 @@ class SuiteRun:
     seed: int
     records: list[dict[str, Any]]
     final_return: float | None
-    eval_ev: float | None
-    train_ev: float | None
-    ceiling: float | None = None  # :func:`ceiling_ev` of the same eval episodes
-    #: SAPO's Q on the same turns (None for algorithms that read none): its eval EV and ceiling
-    q_eval_ev: float | None = None
-    q_ceiling: float | None = None
-
-    @property
-    def judged(self) -> bool:
-        """Whether these eval episodes can tell a value that learned: their returns vary and a
-        state value could explain some of it (ceiling > 0). Where the policy's remaining failures
-        are coin flips no state foretells, the ceiling is <= 0 and every V, even 0, "reaches" half
-        of it; such a run is counted apart, like one without return variance."""
-        return self.eval_ev is not None and self.ceiling is not None and self.ceiling > 0
-
-    @property
-    def learned(self) -> bool:
-        """Whether V reached ``EV_SHARE`` of what these episodes allow."""
-        return self.judged and self.eval_ev is not None and self.eval_ev >= EV_SHARE * (self.ceiling or 0.0)
-
-    @property
-    def q_judged(self) -> bool:
-        """:attr:`judged` for Q (its ceiling keys on state and action)."""
-        return self.q_eval_ev is not None and self.q_ceiling is not None and self.q_ceiling > 0
-
-    @property
-    def q_learned(self) -> bool:
-        """Whether Q reached ``EV_SHARE`` of its ceiling."""
-        return self.q_judged and self.q_eval_ev is not None and self.q_eval_ev >= EV_SHARE * (self.q_ceiling or 0.0)
+    v: ValueFit = field(default_factory=ValueFit)
+    #: SAPO's Q on the same turns; empty (every field None) for algorithms that read none
+    q: ValueFit = field(default_factory=ValueFit)
 
 
 def median_of_last(records: Sequence[dict[str, Any]], key: str, last: int = 5) -> float | None:
@@ -198,17 +209,15 @@ def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
     records = [r for r in read_records(folder / METRICS_FILE) if "rollout/return" in r]
     final = (summary.get("final_eval") or {}).get("eval/return")
     evals = sorted((folder / "eval").glob("iter_*.jsonl"))
-    eval_ev = ceiling = q_eval_ev = q_ceiling = None
+    v_train = None if algo == "grpo" else median_of_last(records, "value/explained_variance_v")
+    v, q = ValueFit(train_ev=v_train), ValueFit()
     if evals and algo != "grpo":
         episodes = [json.loads(line) for line in evals[-1].read_text().splitlines() if line.strip()]
-        eval_ev = pooled_ev(episodes, gamma)
         conversation = (config.get("rollout") or {}).get("history") == "conversation"
-        ceiling = ceiling_ev(episodes, gamma, conversation)
-        q_eval_ev = pooled_ev(episodes, gamma, "Q")
-        q_ceiling = ceiling_ev(episodes, gamma, conversation, "Q")
-    train_ev = None if algo == "grpo" else median_of_last(records, "value/explained_variance_v")
+        v = value_fit(episodes, gamma, conversation, "V", v_train)
+        q = value_fit(episodes, gamma, conversation, "Q", median_of_last(records, "value/explained_variance_q"))
     return SuiteRun(probe, algo, int(folder.name.removeprefix("seed")), records,
-                    None if final is None else float(final), eval_ev, train_ev, ceiling, q_eval_ev, q_ceiling)
+                    None if final is None else float(final), v, q)
 
 
 def read_suite(out: Path) -> tuple[dict[str, Any], list[SuiteRun]]:
@@ -278,6 +287,17 @@ def _curves_figure(manifest: dict[str, Any], runs: Sequence[SuiteRun], key: str,
     return path
 
 
+def _value_row(probe: str, algo: str, fits: Sequence[ValueFit]) -> list[str]:
+    """One row of the V or Q table: eval EV and ceiling over the runs that measured one, how many
+    runs learned of those judged, how many were not judged, and the train EV."""
+    measured = [f for f in fits if f.eval_ev is not None]
+    judged = sum(f.judged for f in fits)
+    return [probe, algo, _interval_text(t_interval([f.eval_ev for f in measured])),
+            _interval_text(t_interval([f.ceiling for f in measured])),
+            f"{sum(f.learned for f in fits)} of {judged}", str(len(fits) - judged),
+            _interval_text(t_interval([f.train_ev for f in fits if f.train_ev is not None]))]
+
+
 def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                          runs: Sequence[SuiteRun]) -> Document:
     """The report's document from what :func:`read_suite` read."""
@@ -299,21 +319,9 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                          f"{100 * sum(collapse) / len(collapse):.0f}%" if collapse else "-",
                          f"{statistics.median(seconds):.2f}" if seconds else "-"])
             if algo != "grpo":
-                evs = [r.eval_ev for r in mine if r.eval_ev is not None]
-                flagged = sum(not r.judged for r in mine)
-                reached = sum(r.learned for r in mine)
-                judged = len(mine) - flagged
-                value_rows.append([probe["name"], algo, _interval_text(t_interval(evs)),
-                                   _interval_text(t_interval([r.ceiling for r in mine if r.eval_ev is not None])),
-                                   f"{reached} of {judged}", str(flagged),
-                                   _interval_text(t_interval([r.train_ev for r in mine if r.train_ev is not None]))])
-            if any(r.q_eval_ev is not None for r in mine):
-                q_rows.append([probe["name"], algo, _interval_text(t_interval([r.q_eval_ev for r in mine])),
-                               _interval_text(t_interval([r.q_ceiling for r in mine if r.q_eval_ev is not None])),
-                               f"{sum(r.q_learned for r in mine)} of {sum(r.q_judged for r in mine)}",
-                               str(sum(not r.q_judged for r in mine)),
-                               _interval_text(t_interval([median_of_last(r.records, "value/explained_variance_q")
-                                                          for r in mine]))])
+                value_rows.append(_value_row(probe["name"], algo, [r.v for r in mine]))
+            if any(r.q.eval_ev is not None for r in mine):
+                q_rows.append(_value_row(probe["name"], algo, [r.q for r in mine]))
     figures = report_dir / "figures"
     blocks: list[Any] = [
         Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "
