@@ -119,6 +119,22 @@ def test_generation_copy_in_another_dtype_follows_sync(tiny_model, tokenizer):
                                tiny_model.get_output_embeddings().weight, rtol=1e-2, atol=1e-2)
 
 
+def test_a_separate_copy_samples_bit_for_bit_as_the_policy_itself(tiny_model, tokenizer):
+    """The asynchronous worker's copy (``separate``) must compute exactly as the policy's own
+    weights: same replies and the very same float log-probs. A copy frozen with
+    ``requires_grad_(False)`` did not: torch's matmul folds a non-contiguous 3-D input
+    differently when the weight does not require grad, and the log-probs moved by ~1e-8."""
+    params = SamplingParams(temperature=1.0, max_new_tokens=10)
+    prompts = _prompts(tokenizer) * 2
+    shared = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT, seed=4)
+    separate = HFBackend(tiny_model, stop_ids=[EOT], pad_id=EOT, seed=4, separate=True)
+    assert separate.model is not tiny_model
+    assert [p.requires_grad for p in separate.model.parameters()] == [p.requires_grad for p in tiny_model.parameters()]
+    a, b = shared.generate(prompts, params), separate.generate(prompts, params)
+    assert [g.token_ids for g in a] == [g.token_ids for g in b]
+    assert [g.logprobs for g in a] == [g.logprobs for g in b]
+
+
 def test_auto_generation_dtype_takes_bf16_only_where_the_cpu_has_it(monkeypatch):
     """bf16 is emulated on AVX2-only CPUs (3-5x slower than fp32 there, docs/benchmarks.md):
     ``auto`` copies to bf16 for generation only on CPUs with native bf16."""

@@ -70,11 +70,16 @@ class HFBackend:
         return next(self.policy_model.parameters()).device
 
     def _make_copy(self, dtype: torch.dtype | None) -> PreTrainedModel:
+        """The generation copy keeps the policy's ``requires_grad`` flags on purpose: generation
+        runs under ``no_grad`` either way, but torch's matmul decides whether to fold a
+        non-contiguous 3-D input into one 2-D product by whether the weight requires grad, even
+        under ``no_grad``, and the two paths differ in the last bits. A frozen copy therefore
+        sampled with log-probs ~1e-8 away from the policy's own (CI caught it as the asynchronous
+        worker at lag 0 drifting from the synchronous loop in ``rollout/logprob_gap``)."""
         clone = copy.deepcopy(self.policy_model)
         if dtype is not None:
             clone = clone.to(dtype)
         clone.eval()
-        clone.requires_grad_(False)
         return clone
 
     def close(self) -> None:
