@@ -13,6 +13,7 @@ import math
 import re
 import shlex
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -1274,3 +1275,45 @@ def test_comparison_table_rows_by_hand(tmp_path):
     manifest["sessions"][0]["machine"] = {"cpu": "AMD EPYC", "cpu_isa": "avx2 avx512f avx512_bf16"}
     (tmp_path / "bench" / "bench.json").write_text(json.dumps(manifest))
     assert table.row(load_run(run)).split("|")[2].strip() == "AMD, no AMX"
+
+
+def test_chain_button_gap_by_hand(tmp_path, capsys, monkeypatch):
+    """benchmarks/chain_button_gap.py: a final eval where the red lamp saw both buttons pressed
+    and the blue one only the wrong button. V after the press reads 0.9 and 0.7 after the two right
+    presses and 0.5 after the wrong one, so the V gap is (0.9 + 0.7) / 2 - 0.5 = 0.3 against a
+    return gap of 1 - 0 = 1: under half, so V does not tell the buttons apart. The blue lamp,
+    a one-turn episode and an earlier eval are left out; so is a GRPO run, which has no V."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("chain_button_gap", root / "benchmarks" / "chain_button_gap.py")
+    gap = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, gap)  # its dataclass looks its module up there
+    spec.loader.exec_module(gap)
+
+    def episode(lamp: str, button: str, v_after: float | None, ret: float, turns: int = 2) -> str:
+        after = {"observation": f"The lamp was {lamp}; you pressed {button}.", "action": "wait"}
+        if v_after is not None:
+            after["V"] = v_after
+        first = {"observation": f"The lamp is {lamp}.", "action": f"press {button}"}
+        return json.dumps({"return": ret, "turns": [first, after][:turns]})
+
+    sapo = tmp_path / "chain-d1" / "sapo" / "seed0" / "eval"
+    sapo.mkdir(parents=True)
+    (sapo / "iter_00004.jsonl").write_text(episode("red", "right", 5.0, 0.0) + "\n")  # not the last eval
+    (sapo / "iter_00012.jsonl").write_text("\n".join([
+        episode("red", "left", 0.9, 1.0), episode("red", "left", 0.7, 1.0), episode("red", "right", 0.5, 0.0),
+        episode("blue", "left", 0.2, 0.0), episode("red", "right", 3.0, 0.0, turns=1)]) + "\n")
+    grpo = tmp_path / "chain-d1" / "grpo" / "seed0" / "eval"
+    grpo.mkdir(parents=True)
+    (grpo / "iter_00012.jsonl").write_text(episode("red", "left", None, 1.0) + "\n" + episode("red", "right", None, 0.0))
+
+    run = tmp_path / "chain-d1" / "sapo" / "seed0"
+    (cell,) = gap.lamp_gaps(run, gap.final_eval(run))
+    assert (cell.lamp, cell.n_right, cell.n_wrong) == ("red", 2, 1)
+    assert cell.v_gap == pytest.approx(0.3) and cell.return_gap == pytest.approx(1.0)
+    assert gap.lamp_gaps(tmp_path / "chain-d1" / "grpo" / "seed0", gap.final_eval(tmp_path / "chain-d1" / "grpo" / "seed0")) == []
+    assert gap.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| red | 2 / 1 | 0.80 / 0.50 | +0.30 | +1.00 |" in out
+    assert "chain-d1/sapo: 0 of 1 lamps" in out
