@@ -61,9 +61,8 @@ def main(probe: str = "chain-d1", episodes: int = 128) -> int:
             continue
         lamp = "red" if "red" in trajectory.turns[0].observation else "blue"
         groups[(lamp, trajectory.turns[0].action)].append(int(data.slot[k, 1]))
-    test = data.turn_slots(True)
     for name, v in values.items():
-        ev = 1 - ((v[test] - data.mc[test]) ** 2).mean() / data.mc[test].var()
+        ev = vf.score(data, v, 0).test_ev_mc  # the value-fit benchmark's held-out EV
         cells = "  ".join(f"{lamp}/{action[6:]}:{len(slots)} V{v[slots].mean():.2f} R{data.mc[slots].mean():.2f}"
                           for (lamp, action), slots in sorted(groups.items()))
         print(f"{name:16s} held-out EV {ev:.3f}  {cells}")
