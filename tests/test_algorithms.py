@@ -237,3 +237,58 @@ def test_ppo_head_steps_refit_the_critic_head_on_the_value_pass_features(episode
     assert scored[200] == scored[0]
     with pytest.raises(Exception, match="gae_level=turn only"):
         PPO(PPOConfig(critic_head_steps=4, gae_level="token"), Policy(copy.deepcopy(model), tok), r_max=1.0)
+
+
+def _varied(trajectories):
+    trajs = copy.deepcopy(trajectories)
+    for i, traj in enumerate(trajs):
+        traj.turns[-1].reward = float(i % 2)  # returns that vary
+    return trajs
+
+
+def test_sapo_ridge_head_fit_sets_the_row_difference_and_keeps_the_mean(episodes):
+    """``value_head_fit=ridge``: the rows' difference is the closed-form readout times tau_v (so
+    V reads the same at tau_v 0.25 and 1, the rows' difference 4x smaller), their mean is kept,
+    the batch's value loss falls, and the window travels in the checkpoint state."""
+    model, tok, values, trajectories = episodes
+    trajs = _varied(trajectories)
+    diffs, means = {}, {}
+    for tau in (1.0, 0.25):
+        cfg = SAPOConfig(lr=1e-8, epochs=1, minibatch_turns=10_000, kl_coef=0.0, value_clip=None,
+                         value_head_fit="ridge", value_head_window=2, value_temperature=tau, value_squash="clip")
+        algo = SAPO(cfg, Policy(copy.deepcopy(model), tok, values), r_max=1.0)
+        weight = algo.policy.model.get_output_embeddings().weight
+        before = weight.detach()[values.ids].clone().float()
+        metrics = algo.update(copy.deepcopy(trajs), PhaseTimer())
+        after = weight.detach()[values.ids].float()
+        diffs[tau], means[tau] = after[0] - after[1], after.mean(0)
+        assert torch.allclose(means[tau], before.mean(0), atol=1e-2)  # bf16/fp32 rounding of the rows only
+        assert metrics["value/head_loss_after"] < metrics["value/head_loss_before"], metrics
+        assert metrics["value/head_window_turns"] == sum(len(t.turns) for t in trajs)
+        state = algo.state_dict()
+        assert len(state["head_window"]["batches"]) == 1
+        fresh = SAPO(cfg, Policy(copy.deepcopy(model), tok, values), r_max=1.0)
+        fresh.load_state_dict(state)
+        assert torch.equal(fresh.head_window.stacked("pre"), algo.head_window.stacked("pre"))
+    assert torch.allclose(diffs[0.25], 0.25 * diffs[1.0], rtol=2e-2, atol=1e-3)
+
+
+def test_ppo_ridge_head_fit_solves_the_head_and_leaves_the_body(episodes):
+    """``critic_head_fit=ridge``: the head becomes the window's ridge fit (the batch's loss falls,
+    the body does not move), and a second batch is fitted together with the first."""
+    model, tok, values, trajectories = episodes
+    trajs = _varied(trajectories)
+    cfg = PPOConfig(lr=1e-8, critic_lr=1e-8, critic_head_fit="ridge", critic_head_window=2, epochs=1,
+                    minibatch_turns=10_000, kl_coef=0.0, value_clip=None)
+    algo = PPO(cfg, Policy(copy.deepcopy(model), tok), r_max=1.0)
+    body = next(algo.critic.body.parameters()).detach().clone()
+    first = algo.update(copy.deepcopy(trajs), PhaseTimer())
+    assert first["value/head_loss_after"] < first["value/head_loss_before"], first
+    assert float(algo.critic.head.weight.detach().abs().max()) > 0
+    second = algo.update(copy.deepcopy(trajs), PhaseTimer())
+    turns = sum(len(t.turns) for t in trajs)
+    assert (first["value/head_window_turns"], second["value/head_window_turns"]) == (turns, 2 * turns)
+    assert float((next(algo.critic.body.parameters()).detach() - body).abs().max()) < 1e-5
+    fresh = PPO(cfg, Policy(copy.deepcopy(model), tok), r_max=1.0)
+    fresh.load_state_dict(algo.state_dict())
+    assert len(fresh.head_window.batches) == 2

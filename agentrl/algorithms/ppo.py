@@ -32,6 +32,7 @@ from agentrl.algorithms.base import (
 )
 from agentrl.algorithms.lockstep import equal_micro_batches, equal_steps
 from agentrl.algorithms.losses import clipped_value_loss, explained_variance
+from agentrl.algorithms.ridge_readout import ReadoutWindow, fit_ridge_readout
 from agentrl.algorithms.scoring import minibatch_plan
 from agentrl.algorithms.value_rows import fit_readout
 from agentrl.errors import UserError
@@ -64,6 +65,17 @@ class PPOConfig(AlgoConfig):
     #: Adam steps on the value head alone, at ``critic_head_lr``, on the body features the value
     #: pass already computed, before the critic epochs. No extra forward. 0: off. Turn level only.
     critic_head_steps: int = 0
+    #: ``adam`` (``critic_head_steps`` Adam steps) or ``ridge`` (ours, 2026-12-07): the head
+    #: solved in closed form by whitened ridge regression, with an intercept, on the body features
+    #: of the last ``critic_head_window`` batches (:mod:`agentrl.algorithms.ridge_readout`; on
+    #: whenever chosen, ``critic_head_steps`` unused). SAPO's ``value_head_fit`` for PPO's critic.
+    critic_head_fit: str = "adam"
+    #: Batches the ``ridge`` fit keeps and fits together (1: this batch alone).
+    critic_head_window: int = 4
+
+    def head_fit_on(self) -> bool:
+        """Whether a head-only fit precedes the critic epochs (``critic_head_steps`` or ``ridge``)."""
+        return self.critic_head_steps > 0 or self.critic_head_fit == "ridge"
 
 
 class Critic(nn.Module):
@@ -116,12 +128,14 @@ class PPO(ClippedPolicyGradient):
         if getattr(policy.model, "is_gradient_checkpointing", False):
             self.critic.body.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         head_lr = config.critic_head_lr if config.critic_head_lr is not None else config.critic_lr
-        if config.critic_head_steps > 0 and config.gae_level != "turn":
-            raise UserError("algorithm.critic_head_steps works with algorithm.gae_level=turn only.")
+        if config.head_fit_on() and config.gae_level != "turn":
+            raise UserError("algorithm.critic_head_steps and critic_head_fit=ridge work with algorithm.gae_level=turn only.")
         self.critic_optimizer = torch.optim.AdamW(
             [{"params": list(self.critic.body.parameters())},
              {"params": list(self.critic.head.parameters()), "lr": head_lr}],
             lr=config.critic_lr, weight_decay=config.weight_decay)
+        #: the ``ridge`` head fit's recent batches (body features and targets)
+        self.head_window = ReadoutWindow(config.critic_head_window) if config.critic_head_fit == "ridge" else None
 
     def value_lr_metrics(self) -> dict[str, float]:
         body, head = self.critic_optimizer.param_groups
@@ -131,12 +145,17 @@ class PPO(ClippedPolicyGradient):
         return super().modules() + [self.critic]
 
     def state_dict(self) -> dict[str, Any]:
-        return {**super().state_dict(), "critic_optimizer": self.critic_optimizer.state_dict()}
+        state = {**super().state_dict(), "critic_optimizer": self.critic_optimizer.state_dict()}
+        if self.head_window is not None:
+            state["head_window"] = self.head_window.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         if "critic_optimizer" in state:
             self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        if self.head_window is not None and state.get("head_window") is not None:
+            self.head_window.load_state_dict(state["head_window"])
 
     def save_extra(self, folder: Path) -> None:
         torch.save(self.critic.state_dict(), folder / CRITIC_FILE)
@@ -203,7 +222,7 @@ class PPO(ClippedPolicyGradient):
         with timer.phase("old_logprob"):
             old_logprobs = self.old_logprobs(batch)  # None: exactly on-policy, read in the update
         features: list[torch.Tensor | None] | None = [None] * (n + len(batch.bootstrap_items)) \
-            if cfg.critic_head_steps > 0 else None
+            if cfg.head_fit_on() else None
         with timer.phase("value_inference"):
             values, boot_values = self.batch_values(batch, token_level, features=features)
         with timer.phase("ref_logprob"):
@@ -242,7 +261,11 @@ class PPO(ClippedPolicyGradient):
                 metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv)
         with timer.phase("critic_update"):
             if features is not None and n:
-                metrics.update(self._fit_head(torch.stack(features[:n]), torch.cat(old_v), torch.cat(targets)))  # type: ignore[arg-type]
+                episode = torch.zeros(n, dtype=torch.long)
+                for k, (start, stop) in enumerate(batch.spans):
+                    episode[start:stop] = k
+                metrics.update(self._fit_head(torch.stack(features[:n]), torch.cat(old_v), torch.cat(targets),  # type: ignore[arg-type]
+                                              episode))
             metrics.update(self._critic_update(batch, old_v, targets, token_level))
         flat_old = torch.cat(old_v) if old_v else torch.zeros(0)
         flat_target = torch.cat(targets) if targets else torch.zeros(0)
@@ -279,11 +302,15 @@ class PPO(ClippedPolicyGradient):
                 offset += count
         return token_adv, token_ret
 
-    def _fit_head(self, features: torch.Tensor, old: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
-        """``critic_head_steps`` full-batch Adam steps on the value head alone (a fresh Adam at
-        ``critic_head_lr``), on the features the value pass computed; the head is written back."""
+    def _fit_head(self, features: torch.Tensor, old: torch.Tensor, target: torch.Tensor,
+                  episode: torch.Tensor | None = None) -> dict[str, float]:
+        """The head-only fit on the features the value pass computed, written back into the head:
+        ``critic_head_steps`` full-batch Adam steps (a fresh Adam at ``critic_head_lr``) or the
+        ``ridge`` solution over the window (``episode``: each turn's episode in the batch)."""
         cfg: PPOConfig = self.config  # type: ignore[assignment]
         head = self.critic.head
+        if self.head_window is not None:
+            return self._ridge_head(features, old, target, torch.arange(len(target)) if episode is None else episode)
 
         def loss_and_values(weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             pred = (features @ weight.T).squeeze(-1) + bias
@@ -300,6 +327,28 @@ class PPO(ClippedPolicyGradient):
         return {"value/head_loss_before": float(loss_before), "value/head_loss_after": float(loss_after),
                 "value/head_ev_before": explained_variance(pred_before, target),
                 "value/head_ev_after": explained_variance(pred_after, target)}
+
+    def _ridge_head(self, features: torch.Tensor, old: torch.Tensor, target: torch.Tensor,
+                    episode: torch.Tensor) -> dict[str, float]:
+        """The head as the whitened ridge fit (with intercept) of the window, this batch added."""
+        assert self.head_window is not None
+        head = self.critic.head
+        self.head_window.add(x=features, y=target, episode=episode)
+        window = self.head_window
+        fit = fit_ridge_readout(window.stacked("x"), window.stacked("y"), window.episode_ids(), squash="linear")
+        features = features.float().cpu()
+        with torch.no_grad():
+            pred_before = (features @ head.weight.detach().float().cpu().T).squeeze(-1) + float(head.bias)
+            head.weight.copy_(fit.weight.reshape(1, -1).to(head.weight.device, head.weight.dtype))
+            head.bias.fill_(fit.bias)
+            pred_after = (features @ head.weight.detach().float().cpu().T).squeeze(-1) + float(head.bias)
+        cfg: PPOConfig = self.config  # type: ignore[assignment]
+        loss_before = clipped_value_loss(pred_before, old, target, cfg.value_clip).mean()
+        loss_after = clipped_value_loss(pred_after, old, target, cfg.value_clip).mean()
+        return {"value/head_loss_before": float(loss_before), "value/head_loss_after": float(loss_after),
+                "value/head_ev_before": explained_variance(pred_before, target),
+                "value/head_ev_after": explained_variance(pred_after, target),
+                "value/head_alpha": fit.alpha, "value/head_window_turns": float(len(window.stacked("y")))}
 
     def _critic_update(self, batch: TurnBatch, old_values: list[torch.Tensor],
                        targets: list[torch.Tensor], token_level: bool) -> dict[str, float]:

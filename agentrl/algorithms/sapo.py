@@ -37,8 +37,9 @@ from agentrl.algorithms.base import (
     TurnBatch,
     turn_advantages_to_tokens,
 )
-from agentrl.algorithms.losses import clipped_value_loss, explained_variance, squash
+from agentrl.algorithms.losses import clipped_value_loss, explained_variance, squash, squash_reading
 from agentrl.algorithms.readout import VALUE_ROWS_GROUP
+from agentrl.algorithms.ridge_readout import ReadoutWindow, fit_ridge_readout
 from agentrl.algorithms.value_rows import RowAdam, fit_value_rows, value_difference
 from agentrl.models.policy import Scores
 from agentrl.rollout.trajectory import Trajectory
@@ -85,6 +86,19 @@ class SAPOConfig(AlgoConfig):
     value_head_steps: int = 0
     #: Their rate (None: ``value_lr``, else ``lr``).
     value_head_lr: float | None = None
+    #: How the head-only fit is made: ``adam`` (``value_head_steps`` Adam steps; off at 0 steps)
+    #: or ``ridge`` (ours, 2026-12-07): the two rows solved in closed form by whitened ridge
+    #: regression on the hidden states of the last ``value_head_window`` batches
+    #: (:mod:`agentrl.algorithms.ridge_readout`; on whenever chosen, ``value_head_steps`` unused).
+    #: Why: Adam from small rows fits the features' large directions (on the chain probes: the
+    #: lamp) and misses small ones that carry the value (the button pressed); docs/suite.md.
+    value_head_fit: str = "adam"
+    #: Batches the ``ridge`` fit keeps and fits together (1: this batch alone).
+    value_head_window: int = 4
+
+    def head_fit_on(self) -> bool:
+        """Whether a head-only fit follows the old pass (``value_head_steps`` or ``ridge``)."""
+        return self.value_head_steps > 0 or self.value_head_fit == "ridge"
 
 
 def readout(d: torch.Tensor, cfg: SAPOConfig) -> torch.Tensor:
@@ -120,6 +134,8 @@ class SAPO(ClippedPolicyGradient):
             if config.value_epoch_lr is not None:
                 groups[0]["lr"] = config.value_epoch_lr
             self.value_optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
+        #: the ``ridge`` head fit's recent batches (hidden states and targets)
+        self.head_window = ReadoutWindow(config.value_head_window) if config.value_head_fit == "ridge" else None
 
     def value_pass_step(self, lr: float | None) -> None:
         if self.value_optimizer is None:
@@ -131,6 +147,8 @@ class SAPO(ClippedPolicyGradient):
         state = super().state_dict()
         if self.value_optimizer is not None:
             state["value_optimizer"] = self.value_optimizer.state_dict()
+        if self.head_window is not None:
+            state["head_window"] = self.head_window.state_dict()
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -142,6 +160,8 @@ class SAPO(ClippedPolicyGradient):
                 group[VALUE_ROWS_GROUP] = True
         if self.value_optimizer is not None and state.get("value_optimizer") is not None:
             self.value_optimizer.load_state_dict(state["value_optimizer"])
+        if self.head_window is not None and state.get("head_window") is not None:
+            self.head_window.load_state_dict(state["head_window"])
 
     def readout_settings(self) -> dict[str, Any]:
         cfg: SAPOConfig = self.config  # type: ignore[assignment]
@@ -169,7 +189,7 @@ class SAPO(ClippedPolicyGradient):
         # log-probs, V and Q; the bootstrap prompts of truncated episodes ride along for V(s_T).
         # It is never skipped: even exactly on-policy, GAE needs every V before the first backward.
         with timer.phase("old_logprob"):
-            old = self.score_batch(batch, values=True, bootstrap=True, keep_hidden=cfg.value_head_steps > 0)
+            old = self.score_batch(batch, values=True, bootstrap=True, keep_hidden=cfg.head_fit_on())
         v_old = readout(old.pre, cfg)
         q_old = readout(old.post, cfg)
         old_logprobs = old.logprobs[:n]
@@ -198,10 +218,13 @@ class SAPO(ClippedPolicyGradient):
         token_adv = turn_advantages_to_tokens(advantages, batch.token_counts())
         v_old_turns, q_old_turns = v_old[:n], q_old[:n]
         head_metrics: dict[str, float] = {}
-        if cfg.value_head_steps > 0 and n and old.hidden_pre is not None:
+        if cfg.head_fit_on() and n and old.hidden_pre is not None:
             with timer.phase("value_head"):
+                episode = torch.zeros(n, dtype=torch.long)
+                for k, (start, stop) in enumerate(batch.spans):
+                    episode[start:stop] = k
                 head_metrics = self.fit_head(old.hidden_pre[:n], old.hidden_post[:n], v_old_turns, q_old_turns,
-                                             v_target, q_target)
+                                             v_target, q_target, episode)
 
         def value_losses(scores: Scores, idx: list[int], turns_total: float):
             return sapo_value_loss(scores.pre, scores.post, v_old_turns[idx], q_old_turns[idx],
@@ -226,9 +249,12 @@ class SAPO(ClippedPolicyGradient):
 
     @torch.no_grad()
     def fit_head(self, hidden_pre: torch.Tensor, hidden_post: torch.Tensor, v_old: torch.Tensor,
-                 q_old: torch.Tensor, v_target: torch.Tensor, q_target: torch.Tensor) -> dict[str, float]:
-        """``value_head_steps`` on the value rows (:func:`fit_value_rows`), written back into the
-        output embedding; logs the batch's value loss and V explained variance before and after."""
+                 q_old: torch.Tensor, v_target: torch.Tensor, q_target: torch.Tensor,
+                 episode: torch.Tensor | None = None) -> dict[str, float]:
+        """The head-only fit of the value rows, written back into the output embedding:
+        ``value_head_steps`` Adam steps (:func:`fit_value_rows`) or the ``ridge`` solution
+        (:meth:`ridge_rows`); logs this batch's value loss and V explained variance before and after.
+        ``episode``: each turn's episode index in the batch (the ridge fit's CV groups)."""
         cfg: SAPOConfig = self.config  # type: ignore[assignment]
         vt = self.policy.value_tokens
         weight = self.policy.model.get_output_embeddings().weight
@@ -246,12 +272,48 @@ class SAPO(ClippedPolicyGradient):
             return float(loss_of(d_pre, d_post)), explained_variance(readout(d_pre, cfg), v_target)
 
         before = weight[ids].detach().float().cpu()
-        with torch.enable_grad():
-            fitted = fit_value_rows(before, 0, hidden_pre, hidden_post, loss_of, cfg.value_head_steps, rate, softcap)
+        extra: dict[str, float] = {}
+        if self.head_window is not None:
+            if softcap:
+                raise ValueError("value_head_fit=ridge needs a model without a final logit soft-cap "
+                                 "(the logit difference must be linear in the rows)")
+            fitted, extra = self.ridge_rows(before, hidden_pre, hidden_post, v_target, q_target,
+                                            torch.arange(n) if episode is None else episode)
+        else:
+            with torch.enable_grad():
+                fitted = fit_value_rows(before, 0, hidden_pre, hidden_post, loss_of, cfg.value_head_steps, rate, softcap)
         weight[ids] = fitted.to(weight.device, weight.dtype)
         (loss_before, ev_before), (loss_after, ev_after) = scores(before), scores(fitted)
         return {"value/head_loss_before": loss_before, "value/head_loss_after": loss_after,
-                "value/head_ev_before": ev_before, "value/head_ev_after": ev_after}
+                "value/head_ev_before": ev_before, "value/head_ev_after": ev_after, **extra}
+
+    def ridge_rows(self, rows: torch.Tensor, hidden_pre: torch.Tensor, hidden_post: torch.Tensor,
+                   v_target: torch.Tensor, q_target: torch.Tensor,
+                   episode: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+        """New value rows [w+, w-] from the ridge fit of the window (this batch added to it).
+
+        One linear readout ``u`` serves V (pre-action states, target ``v_target``, weight
+        ``value_coef``) and Q (post-action states, ``q_target``, ``q_coef``), as the rows do:
+        ``squash(h . u) ~ target``. Since ``d / tau_v = h . (w+ - w-) / tau_v``, the rows become
+        ``m +- tau_v u / 2`` around their current mean ``m``: the difference is what V and Q read,
+        and the mean (which no readout sees) is kept. The rows' value-clip is not applied: the
+        fit replaces the rows rather than stepping them.
+        """
+        cfg: SAPOConfig = self.config  # type: ignore[assignment]
+        assert self.head_window is not None
+        self.head_window.add(pre=hidden_pre, post=hidden_post, v=v_target, q=q_target, episode=episode)
+        window = self.head_window
+        episodes = window.episode_ids()
+        x = torch.cat([window.stacked("pre"), window.stacked("post")])
+        y = torch.cat([window.stacked("v"), window.stacked("q")])
+        states = len(episodes)
+        weight = torch.cat([torch.full((states,), cfg.value_coef), torch.full((states,), cfg.q_coef)])
+        fit = fit_ridge_readout(x, y, torch.cat([episodes, episodes]), squash=squash_reading(cfg.value_squash),
+                                intercept=False, sample_weight=weight)
+        u = fit.weight.float() * cfg.value_temperature
+        mean = rows.mean(0)
+        fitted = torch.stack([mean + u / 2, mean - u / 2])
+        return fitted, {"value/head_alpha": fit.alpha, "value/head_window_turns": float(states)}
 
 
 def sapo_value_loss(d_pre: torch.Tensor, d_post: torch.Tensor, v_old: torch.Tensor,

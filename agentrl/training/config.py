@@ -334,6 +334,7 @@ RANGES: dict[str, Range] = {
     "algorithm.critic_head_lr": RATE, "algorithm.value_epochs": NON_NEGATIVE.capped(100_000),
     "algorithm.value_epoch_lr": RATE, "algorithm.value_head_lr": RATE,
     "algorithm.value_head_steps": NON_NEGATIVE.capped(100_000), "algorithm.critic_head_steps": NON_NEGATIVE.capped(100_000),
+    "algorithm.value_head_window": AT_LEAST_ONE.capped(10_000), "algorithm.critic_head_window": AT_LEAST_ONE.capped(10_000),
     "sft.epochs": AT_LEAST_ONE.capped(100_000), "sft.lr": RATE, "sft.batch_turns": AT_LEAST_ONE.capped(MANY),
     "sft.micro_batch_tokens": AT_LEAST_ONE.capped(1_000_000_000), "sft.max_grad_norm": POSITIVE,
     "sft.weight_decay": NON_NEGATIVE, "sft.eval_episodes": NON_NEGATIVE.capped(1_000_000), "sft.seed": SEED,
@@ -369,6 +370,8 @@ def check_option(option: str, value: float) -> None:
 CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.backend": ("auto", "hf", "vllm"),
     "algorithm.value_squash": ("clip", "clip_st", "tanh"),
+    "algorithm.value_head_fit": ("adam", "ridge"),
+    "algorithm.critic_head_fit": ("adam", "ridge"),
     "algorithm.advantage_turns": ("valid", "all"),
     "algorithm.value_epoch_optimizer": ("own", "shared"),
     "rollout.time_limit": ("auto", "bootstrap", "terminal"),
@@ -427,9 +430,10 @@ def _validate_words(config: RunConfig) -> None:
         raise UserError("algorithm.value_warmup_iterations is not supported with train.parallel=fsdp yet "
                         "(the value rows are masked on full, unsharded gradients).")
     _check_staleness(config)
-    if getattr(config.algorithm, "value_head_steps", 0) > 0 and (config.model.lora_rank > 0 or config.train.parallel != "none"):
-        raise UserError("algorithm.value_head_steps needs full fine-tuning in one process (the value rows as rows of "
-                        "the output embedding): not with model.lora_rank > 0 or train.parallel=fsdp.")
+    value_head = getattr(config.algorithm, "value_head_steps", 0) > 0 or getattr(config.algorithm, "value_head_fit", "") == "ridge"
+    if value_head and (config.model.lora_rank > 0 or config.train.parallel != "none"):
+        raise UserError("algorithm.value_head_steps and value_head_fit=ridge need full fine-tuning in one process (the value "
+                        "rows as rows of the output embedding): not with model.lora_rank > 0 or train.parallel=fsdp.")
     from agentrl.parallel.fsdp import check_parallel
 
     check_parallel(config.train.parallel, config.model.lora_rank, config.model.reference_offload)

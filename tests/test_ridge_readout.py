@@ -1,0 +1,87 @@
+"""The closed-form value readout (``value_head_fit`` / ``critic_head_fit`` = ``ridge``), checked
+against ridge solutions worked out by hand."""
+
+import math
+
+import pytest
+import torch
+
+from agentrl.algorithms.ridge_readout import ReadoutWindow, fit_ridge_readout
+
+
+def test_no_intercept_one_feature_by_hand():
+    # x = 1, 2, 3 (population variance 2/3), y = 1, 2, 2, penalty 1 on the standardised feature:
+    # w_z = sum(z y) / (sum(z^2) + 1) with z = x / sd, so in raw units
+    # w = sum(x y) / (sum(x^2) + 1 * var(x)) = 11 / (14 + 2/3) = 0.75
+    fit = fit_ridge_readout(torch.tensor([[1.0], [2.0], [3.0]]), torch.tensor([1.0, 2.0, 2.0]),
+                            torch.tensor([0, 1, 2]), squash="linear", intercept=False, alphas=(1.0,))
+    assert float(fit.weight[0]) == pytest.approx(0.75, rel=1e-9)
+    assert fit.bias == 0.0 and fit.alpha == 1.0
+
+
+def test_intercept_one_feature_by_hand():
+    # x = 0..3, y = 0.5 + 0.25 x; centred: sum(xc^2) = 5, sum(xc yc) = 1.25, var(x) = 1.25;
+    # penalty 1: w = 1.25 / (5 + 1.25) = 0.2, b = mean(y) - w mean(x) = 0.875 - 0.3 = 0.575
+    x = torch.tensor([[0.0], [1.0], [2.0], [3.0]])
+    fit = fit_ridge_readout(x, 0.5 + 0.25 * x[:, 0], torch.arange(4), squash="linear", intercept=True, alphas=(1.0,))
+    assert float(fit.weight[0]) == pytest.approx(0.2, rel=1e-9)
+    assert fit.bias == pytest.approx(0.575, rel=1e-9)
+
+
+def test_sample_weights_count_as_repeated_rows():
+    # weight 2 on the last row = the row twice: x = 1, 2, 3, 3; y = 1, 2, 2, 2; no penalty to speak of:
+    # w = sum(x y) / sum(x^2) = (1 + 4 + 6 + 6) / (1 + 4 + 9 + 9) = 17 / 23
+    fit = fit_ridge_readout(torch.tensor([[1.0], [2.0], [3.0]]), torch.tensor([1.0, 2.0, 2.0]),
+                            torch.arange(3), squash="linear", intercept=False, alphas=(1e-12,),
+                            sample_weight=torch.tensor([1.0, 1.0, 2.0]))
+    assert float(fit.weight[0]) == pytest.approx(17 / 23, rel=1e-9)
+
+
+def test_cross_validation_picks_a_small_penalty_for_signal_and_a_large_one_for_noise():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(60, 8, generator=gen)
+    groups = torch.arange(60) // 3  # 20 episodes of 3 states
+    signal = fit_ridge_readout(x, x @ torch.linspace(-1, 1, 8), groups, squash="linear")
+    noise = fit_ridge_readout(x, torch.randn(60, generator=gen), groups, squash="linear")
+    assert signal.alpha == 1e-2  # the smallest on the grid: nothing to shrink
+    assert noise.alpha >= 100.0  # shrunk towards the mean: nothing to read
+
+
+def test_a_small_direction_is_read_as_well_as_a_large_one():
+    """Why the features are standardised: a value that depends on a feature 1,000 times smaller
+    than another is fitted as well (the chain probes' button against the lamp), where the same
+    penalty on the raw features shrinks the small one away."""
+    gen = torch.Generator().manual_seed(1)
+    lamp = torch.randint(0, 2, (64,), generator=gen).float()
+    button = torch.randint(0, 2, (64,), generator=gen).float()
+    # win when the button matches the lamp: 1 - lamp - button + 2 lamp button
+    y = (lamp == button).float()
+    x = torch.stack([10.0 * lamp, 0.01 * button, 0.1 * lamp * button], 1)
+    fit = fit_ridge_readout(x, y, torch.arange(64), squash="linear", intercept=True, alphas=(1.0,))
+    assert float((x.double() @ fit.weight + fit.bias - y).abs().max()) < 0.1
+    xc, yc = (x - x.mean(0)).double(), (y - y.mean()).double()
+    raw = torch.linalg.solve(xc.T @ xc + torch.eye(3, dtype=torch.float64), xc.T @ yc)
+    assert float((xc @ raw - yc).abs().max()) > 0.4  # raw penalty 1: the button is lost
+
+
+def test_tanh_refinement_recovers_a_squashed_line():
+    # y = tanh(0.3 + 0.8 x): the linear fit cannot match it; Gauss-Newton on the tanh loss does
+    x = torch.tensor([[-1.0], [0.0], [1.0], [2.0]])
+    y = torch.tanh(0.3 + 0.8 * x[:, 0])
+    linear = fit_ridge_readout(x, y, torch.arange(4), squash="linear", alphas=(1e-9,))
+    fit = fit_ridge_readout(x, y, torch.arange(4), squash="tanh", alphas=(1e-9,), tanh_iterations=30)
+    assert float(linear.weight[0]) < 0.5  # the line through tanh's points is flatter
+    assert float(fit.weight[0]) == pytest.approx(0.8, abs=1e-4)
+    assert fit.bias == pytest.approx(0.3, abs=1e-4)
+    assert math.isfinite(fit.bias)
+
+
+def test_window_keeps_the_last_batches_and_numbers_their_episodes_apart():
+    window = ReadoutWindow(2)
+    for k in range(3):
+        window.add(x=torch.full((3, 1), float(k)), episode=torch.tensor([0, 0, 1]) if k < 2 else torch.tensor([0, 1, 1]))
+    assert window.stacked("x")[:, 0].tolist() == [1, 1, 1, 2, 2, 2]  # batch 0 dropped
+    assert window.episode_ids().tolist() == [0, 0, 1, 2, 3, 3]
+    again = ReadoutWindow(2)
+    again.load_state_dict(window.state_dict())
+    assert torch.equal(again.stacked("x"), window.stacked("x"))
