@@ -44,9 +44,7 @@ def main(probe: str = "chain-d1", episodes: int = 128) -> int:
     print(f"{len(trajectories)} episodes, {sum(t.won for t in trajectories)} won, {time.time() - t0:.0f} s")
 
     train = data.turn_slots(False)
-    episode_of = torch.zeros(data.n_slots, dtype=torch.long)
-    for k, (start, stop) in enumerate(data.batch.spans):
-        episode_of[start:stop] = k
+    episode_of = data.episode_of_slots()
     values = {}
     ridge, alpha = ridge_predict(pre[train], data.mc[train], episode_of[train], pre)
     values[f"ridge a={alpha:g}"] = ridge.float()

@@ -85,3 +85,10 @@ def test_window_keeps_the_last_batches_and_numbers_their_episodes_apart():
     again = ReadoutWindow(2)
     again.load_state_dict(window.state_dict())
     assert torch.equal(again.stacked("x"), window.stacked("x"))
+
+
+def test_episode_of_turns_follows_the_spans():
+    from agentrl.algorithms.batch import TurnBatch
+
+    batch = TurnBatch([], [object()] * 5, [], [(0, 2), (2, 3), (3, 5)])  # type: ignore[list-item]
+    assert batch.episode_of_turns().tolist() == [0, 0, 1, 2, 2]

@@ -50,6 +50,14 @@ class TurnBatch:
     def token_counts(self) -> list[int]:
         return [len(item.action_ids) for item in self.items]
 
+    def episode_of_turns(self) -> torch.Tensor:
+        """Per turn: the index of its trajectory in the batch (the groups of a fit that must hold
+        whole episodes out, such as the ridge readout's cross-validation)."""
+        episode = torch.zeros(len(self.turns), dtype=torch.long)
+        for k, (start, stop) in enumerate(self.spans):
+            episode[start:stop] = k
+        return episode
+
     def valid_mask(self) -> torch.Tensor:
         """Per turn: whether its action was valid (not penalised), for :meth:`normalize`."""
         return torch.tensor([turn.valid for turn in self.turns], dtype=torch.bool)

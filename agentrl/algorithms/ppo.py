@@ -261,11 +261,8 @@ class PPO(ClippedPolicyGradient):
                 metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv)
         with timer.phase("critic_update"):
             if features is not None and n:
-                episode = torch.zeros(n, dtype=torch.long)
-                for k, (start, stop) in enumerate(batch.spans):
-                    episode[start:stop] = k
                 metrics.update(self._fit_head(torch.stack(features[:n]), torch.cat(old_v), torch.cat(targets),  # type: ignore[arg-type]
-                                              episode))
+                                              batch.episode_of_turns()))
             metrics.update(self._critic_update(batch, old_v, targets, token_level))
         flat_old = torch.cat(old_v) if old_v else torch.zeros(0)
         flat_target = torch.cat(targets) if targets else torch.zeros(0)

@@ -220,11 +220,8 @@ class SAPO(ClippedPolicyGradient):
         head_metrics: dict[str, float] = {}
         if cfg.head_fit_on() and n and old.hidden_pre is not None:
             with timer.phase("value_head"):
-                episode = torch.zeros(n, dtype=torch.long)
-                for k, (start, stop) in enumerate(batch.spans):
-                    episode[start:stop] = k
                 head_metrics = self.fit_head(old.hidden_pre[:n], old.hidden_post[:n], v_old_turns, q_old_turns,
-                                             v_target, q_target, episode)
+                                             v_target, q_target, batch.episode_of_turns())
 
         def value_losses(scores: Scores, idx: list[int], turns_total: float):
             return sapo_value_loss(scores.pre, scores.post, v_old_turns[idx], q_old_turns[idx],

@@ -247,6 +247,16 @@ class FitData:
         keep = self.mask & (self.test_episode[:, None] == test)
         return self.slot[keep]
 
+    def episode_of_slots(self) -> torch.Tensor:
+        """Per slot: the index of its episode (a bootstrap prompt's too): the groups of a fit
+        that holds whole episodes out."""
+        episode = torch.zeros(self.n_slots, dtype=torch.long)
+        episode[:self.n_turns] = self.batch.episode_of_turns()
+        for k, slot in enumerate(self.boot_slot.tolist()):
+            if slot >= 0:
+                episode[slot] = k
+        return episode
+
     def episodes(self, test: bool) -> list[int]:
         return [k for k in range(len(self.batch.trajectories)) if bool(self.test_episode[k]) == test]
 
@@ -425,9 +435,7 @@ def score(data: FitData, v: torch.Tensor, steps: int, q: torch.Tensor | None = N
 def references(data: FitData, pre: torch.Tensor) -> list[FitResult]:
     """The ridge ceiling on frozen features and the turn-index + task-type baseline (V only)."""
     train = data.turn_slots(False)
-    episode_of = torch.zeros(data.n_slots, dtype=torch.long)
-    for k, (start, stop) in enumerate(data.batch.spans):
-        episode_of[start:stop] = k
+    episode_of = data.episode_of_slots()
     out = []
     for name, x in (("ridge (frozen features)", pre), ("baseline (turn index + task type)", baseline_features(data))):
         everything = torch.arange(data.n_slots)
