@@ -239,6 +239,10 @@ def test_ppo_head_steps_refit_the_critic_head_on_the_value_pass_features(episode
         PPO(PPOConfig(critic_head_steps=4, gae_level="token"), Policy(copy.deepcopy(model), tok), r_max=1.0)
 
 
+from agentrl.algorithms.losses import explained_variance, squash  # noqa: E402
+from agentrl.algorithms.value_rows import value_difference  # noqa: E402
+
+
 def _varied(trajectories):
     trajs = copy.deepcopy(trajectories)
     for i, traj in enumerate(trajs):
@@ -255,7 +259,8 @@ def test_sapo_ridge_head_fit_sets_the_row_difference_and_keeps_the_mean(episodes
     diffs, means = {}, {}
     for tau in (1.0, 0.25):
         cfg = SAPOConfig(lr=1e-8, epochs=1, minibatch_turns=10_000, kl_coef=0.0, value_clip=None,
-                         value_head_fit="ridge", value_head_window=2, value_temperature=tau, value_squash="clip")
+                         value_head_fit="ridge", value_head_window=2, value_temperature=tau, value_squash="clip",
+                         value_lr=1e-2)  # a rate the joint step would move the rows by, were they not frozen
         algo = SAPO(cfg, Policy(copy.deepcopy(model), tok, values), r_max=1.0)
         weight = algo.policy.model.get_output_embeddings().weight
         before = weight.detach()[values.ids].clone().float()
@@ -265,6 +270,10 @@ def test_sapo_ridge_head_fit_sets_the_row_difference_and_keeps_the_mean(episodes
         assert torch.allclose(means[tau], before.mean(0), atol=1e-2)  # bf16/fp32 rounding of the rows only
         assert metrics["value/head_loss_after"] < metrics["value/head_loss_before"], metrics
         assert metrics["value/head_window_turns"] == sum(len(t.turns) for t in trajs)
+        # the joint step left the rows where the fit put them: V on the batch reads as the fit did
+        d = value_difference(after, algo.head_window.stacked("pre"), 0)
+        assert explained_variance(squash(d / tau, "clip"), algo.head_window.stacked("v")) == pytest.approx(
+            metrics["value/head_ev_after"], abs=1e-3)
         state = algo.state_dict()
         assert len(state["head_window"]["batches"]) == 1
         fresh = SAPO(cfg, Policy(copy.deepcopy(model), tok, values), r_max=1.0)

@@ -136,6 +136,15 @@ class SAPO(ClippedPolicyGradient):
             self.value_optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
         #: the ``ridge`` head fit's recent batches (hidden states and targets)
         self.head_window = ReadoutWindow(config.value_head_window) if config.value_head_fit == "ridge" else None
+        if self.head_window is not None:
+            # the fit sets the rows; the joint and value-only steps leave them where it put them.
+            # Why: Adam moves every coordinate of a row by about its rate a step whatever the
+            # gradient's size, so a few steps at 1e-3 shift d by 1e-3 x |h|_1 (~0.2-0.4 on
+            # SmolLM2-135M, whose final states have a feature near 47) each: the first pilot's V
+            # read -1.00 for every state of the next batch, then +1.00 (docs/suite.md)
+            if self.value_rows is None:
+                self.value_rows = RowAdam(self.value_readout(), lr=config.lr)
+            self.value_rows.frozen = True
 
     def value_pass_step(self, lr: float | None) -> None:
         if self.value_optimizer is None:

@@ -34,6 +34,9 @@ class RowAdam:
         self.step_count = 0
         self.exp_avg: list[torch.Tensor | None] = [None] * len(self.targets)
         self.exp_avg_sq: list[torch.Tensor | None] = [None] * len(self.targets)
+        #: rows that a fit of their own sets (SAPO's ``value_head_fit=ridge``): :meth:`step` leaves
+        #: them as they are, and the main optimizer is kept off them as always
+        self.frozen = False
 
     def _view(self, param: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
         return param if rows is None else param[rows.to(param.device)]
@@ -67,8 +70,8 @@ class RowAdam:
 
     @torch.no_grad()
     def step(self, grads: Sequence[torch.Tensor | None]) -> None:
-        """One Adam step on the rows with ``grads`` (from :meth:`take_gradients`)."""
-        if all(g is None for g in grads):
+        """One Adam step on the rows with ``grads`` (from :meth:`take_gradients`); none when frozen."""
+        if self.frozen or all(g is None for g in grads):
             return
         self.step_count += 1
         beta1, beta2 = self.betas
