@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from agentrl.algorithms.ridge_readout import ReadoutWindow, fit_ridge_readout
+from agentrl.algorithms.ridge_readout import ReadoutWindow, batch_from_state, fit_ridge_readout
 
 
 def test_no_intercept_one_feature_by_hand():
@@ -35,6 +35,11 @@ def test_sample_weights_count_as_repeated_rows():
                             torch.arange(3), squash="linear", intercept=False, alphas=(1e-12,),
                             sample_weight=torch.tensor([1.0, 1.0, 2.0]))
     assert float(fit.weight[0]) == pytest.approx(17 / 23, rel=1e-9)
+    # weights are rescaled to mean 1: (1, 1, 2) and (1e-6, 1e-6, 2e-6) make the same fit at any penalty
+    x, y = torch.tensor([[1.0], [2.0], [3.0]]), torch.tensor([1.0, 2.0, 2.0])
+    a, b = (fit_ridge_readout(x, y, torch.arange(3), squash="linear", intercept=False, alphas=(1.0,),
+                              sample_weight=torch.tensor(w)) for w in ([1.0, 1.0, 2.0], [1e-6, 1e-6, 2e-6]))
+    assert float(a.weight[0]) == pytest.approx(float(b.weight[0]), rel=1e-9)
 
 
 def test_cross_validation_picks_a_small_penalty_for_signal_and_a_large_one_for_noise():
@@ -76,15 +81,33 @@ def test_tanh_refinement_recovers_a_squashed_line():
     assert math.isfinite(fit.bias)
 
 
-def test_window_keeps_the_last_batches_and_numbers_their_episodes_apart():
+def _batch(episode_turns: list[int], first_token: int):
+    """A TurnBatch of episodes with these turn counts, token ids counting up from ``first_token``."""
+    state, token = [], first_token
+    for turns in episode_turns:
+        record = []
+        for _ in range(turns):
+            record.append({"prompt": torch.tensor([token, token + 1]), "action": torch.tensor([token + 2]),
+                           "reward": 0.0, "terminated": False, "truncated": False, "valid": True})
+            token += 3
+        state.append({"task_seed": token, "conversation": False, "bootstrap": None, "turns": record})
+    return batch_from_state(state)
+
+
+def test_window_keeps_the_last_batches_numbers_their_episodes_apart_and_round_trips():
     window = ReadoutWindow(2)
-    for k in range(3):
-        window.add(x=torch.full((3, 1), float(k)), episode=torch.tensor([0, 0, 1]) if k < 2 else torch.tensor([0, 1, 1]))
-    assert window.stacked("x")[:, 0].tolist() == [1, 1, 1, 2, 2, 2]  # batch 0 dropped
-    assert window.episode_ids().tolist() == [0, 0, 1, 2, 3, 3]
+    for k, shape in enumerate(([2, 1], [1, 2], [1, 1, 1])):
+        window.add(_batch(shape, 100 * k), v=torch.full((3,), float(k)))
+    assert window.stacked("v").tolist() == [1, 1, 1, 2, 2, 2]  # batch 0 dropped
+    assert window.episode_ids().tolist() == [0, 1, 1, 2, 3, 4]
     again = ReadoutWindow(2)
     again.load_state_dict(window.state_dict())
-    assert torch.equal(again.stacked("x"), window.stacked("x"))
+    for ours, theirs in zip(window.entries, again.entries, strict=True):
+        assert [i.prompt_ids for i in theirs.batch.items] == [i.prompt_ids for i in ours.batch.items]
+        assert [i.action_ids for i in theirs.batch.items] == [i.action_ids for i in ours.batch.items]
+        assert theirs.batch.spans == ours.batch.spans
+        assert torch.equal(theirs.targets["v"], ours.targets["v"])
+    assert window.entries[0].batch.items[0].prompt_ids == [100, 101]
 
 
 def test_episode_of_turns_follows_the_spans():

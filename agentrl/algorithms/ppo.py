@@ -222,7 +222,7 @@ class PPO(ClippedPolicyGradient):
         with timer.phase("old_logprob"):
             old_logprobs = self.old_logprobs(batch)  # None: exactly on-policy, read in the update
         features: list[torch.Tensor | None] | None = [None] * (n + len(batch.bootstrap_items)) \
-            if cfg.head_fit_on() else None
+            if self.head_window is None and cfg.critic_head_steps > 0 else None
         with timer.phase("value_inference"):
             values, boot_values = self.batch_values(batch, token_level, features=features)
         with timer.phase("ref_logprob"):
@@ -260,10 +260,11 @@ class PPO(ClippedPolicyGradient):
             else:
                 metrics = self.optimize(batch, old_logprobs, ref_logprobs, token_adv)
         with timer.phase("critic_update"):
-            if features is not None and n:
-                metrics.update(self._fit_head(torch.stack(features[:n]), torch.cat(old_v), torch.cat(targets),  # type: ignore[arg-type]
-                                              batch.episode_of_turns()))
+            if self.head_window is None and features is not None and n:
+                metrics.update(self._fit_head(torch.stack(features[:n]), torch.cat(old_v), torch.cat(targets)))  # type: ignore[arg-type]
             metrics.update(self._critic_update(batch, old_v, targets, token_level))
+            if self.head_window is not None and n:
+                metrics.update(self._ridge_head(batch, torch.cat(targets)))
         flat_old = torch.cat(old_v) if old_v else torch.zeros(0)
         flat_target = torch.cat(targets) if targets else torch.zeros(0)
         metrics.update({
@@ -299,15 +300,11 @@ class PPO(ClippedPolicyGradient):
                 offset += count
         return token_adv, token_ret
 
-    def _fit_head(self, features: torch.Tensor, old: torch.Tensor, target: torch.Tensor,
-                  episode: torch.Tensor | None = None) -> dict[str, float]:
-        """The head-only fit on the features the value pass computed, written back into the head:
-        ``critic_head_steps`` full-batch Adam steps (a fresh Adam at ``critic_head_lr``) or the
-        ``ridge`` solution over the window (``episode``: each turn's episode in the batch)."""
+    def _fit_head(self, features: torch.Tensor, old: torch.Tensor, target: torch.Tensor) -> dict[str, float]:
+        """``critic_head_steps`` full-batch Adam steps on the value head alone (a fresh Adam at
+        ``critic_head_lr``), on the features the value pass computed; the head is written back."""
         cfg: PPOConfig = self.config  # type: ignore[assignment]
         head = self.critic.head
-        if self.head_window is not None:
-            return self._ridge_head(features, old, target, torch.arange(len(target)) if episode is None else episode)
 
         def loss_and_values(weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             pred = (features @ weight.T).squeeze(-1) + bias
@@ -325,27 +322,30 @@ class PPO(ClippedPolicyGradient):
                 "value/head_ev_before": explained_variance(pred_before, target),
                 "value/head_ev_after": explained_variance(pred_after, target)}
 
-    def _ridge_head(self, features: torch.Tensor, old: torch.Tensor, target: torch.Tensor,
-                    episode: torch.Tensor) -> dict[str, float]:
-        """The head as the whitened ridge fit (with intercept) of the window, this batch added."""
+    @torch.no_grad()
+    def _ridge_head(self, batch: TurnBatch, target: torch.Tensor) -> dict[str, float]:
+        """The ``ridge`` head fit, after the critic epochs: ``batch`` joins the window, every batch
+        of it is re-read by the updated body, and the head becomes the whitened ridge fit (with an
+        intercept) of their features to their targets (SAPO's ``refit_rows``)."""
         assert self.head_window is not None
+        self.head_window.add(batch, y=target)
+        stacked = []
+        for entry in self.head_window.entries:
+            n = len(entry.batch.items)
+            features: list[torch.Tensor | None] = [None] * (n + len(entry.batch.bootstrap_items))
+            self.batch_values(entry.batch, False, pass_name="value_head", features=features)
+            stacked.append(torch.stack(features[:n]).float().cpu())  # type: ignore[arg-type]
+        x = torch.cat(stacked)
+        y = self.head_window.stacked("y")
+        fit = fit_ridge_readout(x, y, self.head_window.episode_ids(), squash="linear")
         head = self.critic.head
-        self.head_window.add(x=features, y=target, episode=episode)
-        window = self.head_window
-        fit = fit_ridge_readout(window.stacked("x"), window.stacked("y"), window.episode_ids(), squash="linear")
-        features = features.float().cpu()
-        with torch.no_grad():
-            pred_before = (features @ head.weight.detach().float().cpu().T).squeeze(-1) + float(head.bias)
-            head.weight.copy_(fit.weight.reshape(1, -1).to(head.weight.device, head.weight.dtype))
-            head.bias.fill_(fit.bias)
-            pred_after = (features @ head.weight.detach().float().cpu().T).squeeze(-1) + float(head.bias)
-        cfg: PPOConfig = self.config  # type: ignore[assignment]
-        loss_before = clipped_value_loss(pred_before, old, target, cfg.value_clip).mean()
-        loss_after = clipped_value_loss(pred_after, old, target, cfg.value_clip).mean()
-        return {"value/head_loss_before": float(loss_before), "value/head_loss_after": float(loss_after),
-                "value/head_ev_before": explained_variance(pred_before, target),
-                "value/head_ev_after": explained_variance(pred_after, target),
-                "value/head_alpha": fit.alpha, "value/head_window_turns": float(len(window.stacked("y")))}
+        head.weight.copy_(fit.weight.reshape(1, -1).to(head.weight.device, head.weight.dtype))
+        head.bias.fill_(fit.bias)
+        pred = x.double() @ fit.weight + fit.bias
+        this = slice(len(y) - len(batch.items), len(y))
+        return {"value/head_ev_after": explained_variance(pred[this].float(), target),
+                "value/head_ev_window": explained_variance(pred.float(), y),
+                "value/head_alpha": fit.alpha, "value/head_window_turns": float(len(y))}
 
     def _critic_update(self, batch: TurnBatch, old_values: list[torch.Tensor],
                        targets: list[torch.Tensor], token_level: bool) -> dict[str, float]:

@@ -9,10 +9,15 @@ weighs every direction by how well it predicts, not by how large it is, and read
 (docs/suite.md). Two more things make it work on an RL batch:
 
 - **A window of batches.** A batch of 16 episodes from a near-decided policy holds one or two
-  presses of the wrong button, too few to fit; the last ``window`` batches' features and targets
-  are kept (:class:`ReadoutWindow`) and fitted together. Features from older batches were computed
-  under older weights, and their targets under an older policy: at policy rates near 1e-5 both
-  move little in a few iterations.
+  presses of the wrong button, too few to fit; the last ``window`` batches are kept
+  (:class:`ReadoutWindow`) and fitted together, their targets as their own update computed them.
+- **Features read after the update.** The fit runs at the end of an update, on hidden states
+  re-read under the updated weights (one forward pass over each batch of the window, no
+  backward), because that is what the next iteration's old pass will read it from. Fitted before
+  the update, it does not survive it: one policy update at lr 1e-5 shifts SmolLM2-135M's final
+  features by 0.3 of their spread over a batch at the median dimension and up to 12 in the
+  narrowest, which is where the button is read; a readout fitted on 16 episodes then fell from
+  EV 0.74 to -0.72 on the same states (docs/suite.md).
 - **Its penalty chosen per fit** by grouped k-fold cross-validation over episodes, from
   :data:`ALPHAS`: what suits 32 states does not suit 256.
 
@@ -28,6 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from agentrl.algorithms.batch import TurnBatch
+from agentrl.rollout.trajectory import Trajectory, Turn
 
 #: Ridge penalties tried by cross-validation, on standardised features (one unit of penalty per
 #: unit-variance feature).
@@ -99,7 +107,7 @@ def fit_ridge_readout(x: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, *,
     ``x``: [N, H] features; ``y``: [N] targets in the squash's range; ``groups``: [N] integer
     episode ids (a fold holds whole episodes, so that CV asks the question the next batch will:
     an episode never seen); ``sample_weight``: [N] (SAPO weighs its V and Q rows by ``value_coef``
-    and ``q_coef``). Features are scaled by their standard deviation over ``x`` (clamped at 1e-6 of
+    and ``q_coef``), rescaled to mean 1. Features are scaled by their standard deviation over ``x`` (clamped at 1e-6 of
     the largest), so the penalty weighs every direction alike. ``intercept=False`` (SAPO's value
     rows have no bias): features are scaled but not centred, so a constant is read through a
     direction on which every feature vector agrees; language models' final hidden states have such
@@ -108,6 +116,8 @@ def fit_ridge_readout(x: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, *,
     """
     x64, y64 = x.double(), y.double()
     sw = torch.ones(len(y64), dtype=torch.float64) if sample_weight is None else sample_weight.double()
+    if float(sw.sum()) > 0:
+        sw = sw * (len(sw) / float(sw.sum()))  # mean 1: the penalty's scale does not depend on the weights'
     scale = x64.std(0, unbiased=False)
     scale = scale.clamp(min=max(float(scale.max()), 1e-12) * 1e-6)
     z = x64 / scale
@@ -132,34 +142,72 @@ def fit_ridge_readout(x: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, *,
     return RidgeReadout(weight=w / scale, bias=b, alpha=best_alpha)
 
 
+def batch_state(batch: TurnBatch) -> list[dict[str, Any]]:
+    """What re-scoring ``batch`` needs, as tensors and plain values (a checkpoint's trainer state
+    is loaded with ``weights_only=True``): token ids, rewards and ends of every turn, and the
+    bootstrap prompts. No text, log-probs or constraints: a refit reads hidden states only."""
+    return [{"task_seed": t.task_seed, "conversation": t.conversation,
+             "bootstrap": None if t.bootstrap_prompt_ids is None else torch.tensor(t.bootstrap_prompt_ids),
+             "turns": [{"prompt": torch.tensor(u.prompt_ids), "action": torch.tensor(u.action_ids),
+                        "reward": u.reward, "terminated": u.terminated, "truncated": u.truncated, "valid": u.valid}
+                       for u in t.turns]}
+            for t in batch.trajectories]
+
+
+def batch_from_state(state: list[dict[str, Any]]) -> TurnBatch:
+    """The :class:`TurnBatch` that :func:`batch_state` recorded (turns without text)."""
+    trajectories = []
+    for record in state:
+        turns = [Turn(prompt_ids=t["prompt"].tolist(), action_ids=t["action"].tolist(), rollout_logprobs=[],
+                      prompt_text="", reply_text="", action="", observation="", reward=float(t["reward"]),
+                      env_reward=float(t["reward"]), terminated=bool(t["terminated"]), truncated=bool(t["truncated"]),
+                      valid=bool(t["valid"]))
+                 for t in record["turns"]]
+        bootstrap = record["bootstrap"]
+        trajectories.append(Trajectory(task_seed=int(record["task_seed"]), group=0, task="", turns=turns,
+                                       bootstrap_prompt_ids=None if bootstrap is None else bootstrap.tolist(),
+                                       conversation=bool(record["conversation"])))
+    return TurnBatch.from_trajectories(trajectories)
+
+
+@dataclass
+class WindowEntry:
+    """One batch of the window: its turns (to re-score under the current weights) and the value
+    targets its own update computed (lambda-returns, SARSA targets)."""
+
+    batch: TurnBatch
+    targets: dict[str, torch.Tensor]
+
+
 @dataclass
 class ReadoutWindow:
-    """The features and targets of the last ``size`` batches, fitted together by the ridge
-    readout; kept in the algorithm's checkpoint state so that a resumed run fits as an unbroken
-    one would."""
+    """The last ``size`` batches, whose hidden states the ridge readout is fitted on, re-read under
+    the weights the fit will be read with. Kept in the algorithm's checkpoint state (token ids and
+    targets), so that a resumed run fits as an unbroken one would."""
 
     size: int
-    batches: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    entries: list[WindowEntry] = field(default_factory=list)
 
-    def add(self, **tensors: torch.Tensor) -> None:
-        """Keep one batch (its tensors, detached, float32, on the CPU); drop the oldest past ``size``."""
-        self.batches.append({k: v.detach().float().cpu() for k, v in tensors.items()})
-        del self.batches[:-self.size]
+    def add(self, batch: TurnBatch, **targets: torch.Tensor) -> None:
+        """Keep one batch and its targets (detached, float32, CPU); drop the oldest past ``size``."""
+        self.entries.append(WindowEntry(batch, {k: v.detach().float().cpu() for k, v in targets.items()}))
+        del self.entries[:-self.size]
 
     def stacked(self, key: str) -> torch.Tensor:
-        return torch.cat([b[key] for b in self.batches])
+        return torch.cat([e.targets[key] for e in self.entries])
 
-    def episode_ids(self, key: str = "episode") -> torch.Tensor:
-        """Episode ids made unique across the window's batches."""
+    def episode_ids(self) -> torch.Tensor:
+        """Each turn's episode, numbered apart across the window's batches."""
         out, offset = [], 0
-        for b in self.batches:
-            ids = b[key].long()
-            out.append(ids + offset)
-            offset += int(ids.max()) + 1 if len(ids) else 0
+        for entry in self.entries:
+            out.append(entry.batch.episode_of_turns() + offset)
+            offset += len(entry.batch.spans)
         return torch.cat(out)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"size": self.size, "batches": self.batches}
+        return {"size": self.size, "entries": [{"batch": batch_state(e.batch), "targets": e.targets}
+                                               for e in self.entries]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.batches = [dict(b) for b in state["batches"]][-self.size:]
+        self.entries = [WindowEntry(batch_from_state(e["batch"]), dict(e["targets"]))
+                        for e in state["entries"]][-self.size:]

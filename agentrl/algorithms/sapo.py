@@ -86,18 +86,20 @@ class SAPOConfig(AlgoConfig):
     value_head_steps: int = 0
     #: Their rate (None: ``value_lr``, else ``lr``).
     value_head_lr: float | None = None
-    #: How the head-only fit is made: ``adam`` (``value_head_steps`` Adam steps; off at 0 steps)
-    #: or ``ridge`` (ours, 2026-12-07): the two rows solved in closed form by whitened ridge
-    #: regression on the hidden states of the last ``value_head_window`` batches
-    #: (:mod:`agentrl.algorithms.ridge_readout`; on whenever chosen, ``value_head_steps`` unused).
-    #: Why: Adam from small rows fits the features' large directions (on the chain probes: the
-    #: lamp) and misses small ones that carry the value (the button pressed); docs/suite.md.
+    #: How the head-only fit is made: ``adam`` (``value_head_steps`` Adam steps after the old
+    #: pass; off at 0 steps) or ``ridge`` (ours, 2026-12-07): at the end of each update the two
+    #: rows are solved in closed form by whitened ridge regression on the hidden states of the last
+    #: ``value_head_window`` batches, re-read under the updated weights
+    #: (:mod:`agentrl.algorithms.ridge_readout`; ``value_head_steps`` unused). Why: Adam from small
+    #: rows fits the features' large directions (on the chain probes: the lamp) and misses small
+    #: ones that carry the value (the button pressed); docs/suite.md.
     value_head_fit: str = "adam"
-    #: Batches the ``ridge`` fit keeps and fits together (1: this batch alone).
+    #: Batches the ``ridge`` fit keeps and fits together (1: this batch alone); each is re-read
+    #: by one forward pass per update.
     value_head_window: int = 4
 
     def head_fit_on(self) -> bool:
-        """Whether a head-only fit follows the old pass (``value_head_steps`` or ``ridge``)."""
+        """Whether the value rows get a head-only fit (``value_head_steps`` or ``ridge``)."""
         return self.value_head_steps > 0 or self.value_head_fit == "ridge"
 
 
@@ -137,11 +139,8 @@ class SAPO(ClippedPolicyGradient):
         #: the ``ridge`` head fit's recent batches (hidden states and targets)
         self.head_window = ReadoutWindow(config.value_head_window) if config.value_head_fit == "ridge" else None
         if self.head_window is not None:
-            # the fit sets the rows; the joint and value-only steps leave them where it put them.
-            # Why: Adam moves every coordinate of a row by about its rate a step whatever the
-            # gradient's size, so a few steps at 1e-3 shift d by 1e-3 x |h|_1 (~0.2-0.4 on
-            # SmolLM2-135M, whose final states have a feature near 47) each: the first pilot's V
-            # read -1.00 for every state of the next batch, then +1.00 (docs/suite.md)
+            # the fit sets the rows; the joint and value-only steps leave them where it put them
+            # (Adam would move every coordinate by about its rate a step, whatever the gradient)
             if self.value_rows is None:
                 self.value_rows = RowAdam(self.value_readout(), lr=config.lr)
             self.value_rows.frozen = True
@@ -198,7 +197,7 @@ class SAPO(ClippedPolicyGradient):
         # log-probs, V and Q; the bootstrap prompts of truncated episodes ride along for V(s_T).
         # It is never skipped: even exactly on-policy, GAE needs every V before the first backward.
         with timer.phase("old_logprob"):
-            old = self.score_batch(batch, values=True, bootstrap=True, keep_hidden=cfg.head_fit_on())
+            old = self.score_batch(batch, values=True, bootstrap=True, keep_hidden=self.head_window is None and cfg.value_head_steps > 0)
         v_old = readout(old.pre, cfg)
         q_old = readout(old.post, cfg)
         old_logprobs = old.logprobs[:n]
@@ -227,10 +226,10 @@ class SAPO(ClippedPolicyGradient):
         token_adv = turn_advantages_to_tokens(advantages, batch.token_counts())
         v_old_turns, q_old_turns = v_old[:n], q_old[:n]
         head_metrics: dict[str, float] = {}
-        if cfg.head_fit_on() and n and old.hidden_pre is not None:
+        if self.head_window is None and cfg.value_head_steps > 0 and n and old.hidden_pre is not None:
             with timer.phase("value_head"):
                 head_metrics = self.fit_head(old.hidden_pre[:n], old.hidden_post[:n], v_old_turns, q_old_turns,
-                                             v_target, q_target, batch.episode_of_turns())
+                                             v_target, q_target)
 
         def value_losses(scores: Scores, idx: list[int], turns_total: float):
             return sapo_value_loss(scores.pre, scores.post, v_old_turns[idx], q_old_turns[idx],
@@ -241,6 +240,9 @@ class SAPO(ClippedPolicyGradient):
                                     value_only=self.value_warmup_active(),
                                     value_epochs=0 if self.value_warmup_active() else cfg.value_epochs,
                                     value_epoch_lr=cfg.value_epoch_lr)
+        if self.head_window is not None and n:
+            with timer.phase("value_head"):
+                head_metrics = self.refit_rows(batch, v_target, q_target)
         metrics.update({
             "value/explained_variance_v": explained_variance(v_old_turns, v_target),
             "value/explained_variance_q": explained_variance(q_old_turns, q_target),
@@ -255,12 +257,9 @@ class SAPO(ClippedPolicyGradient):
 
     @torch.no_grad()
     def fit_head(self, hidden_pre: torch.Tensor, hidden_post: torch.Tensor, v_old: torch.Tensor,
-                 q_old: torch.Tensor, v_target: torch.Tensor, q_target: torch.Tensor,
-                 episode: torch.Tensor | None = None) -> dict[str, float]:
-        """The head-only fit of the value rows, written back into the output embedding:
-        ``value_head_steps`` Adam steps (:func:`fit_value_rows`) or the ``ridge`` solution
-        (:meth:`ridge_rows`); logs this batch's value loss and V explained variance before and after.
-        ``episode``: each turn's episode index in the batch (the ridge fit's CV groups)."""
+                 q_old: torch.Tensor, v_target: torch.Tensor, q_target: torch.Tensor) -> dict[str, float]:
+        """``value_head_steps`` on the value rows (:func:`fit_value_rows`), written back into the
+        output embedding; logs the batch's value loss and V explained variance before and after."""
         cfg: SAPOConfig = self.config  # type: ignore[assignment]
         vt = self.policy.value_tokens
         weight = self.policy.model.get_output_embeddings().weight
@@ -278,48 +277,53 @@ class SAPO(ClippedPolicyGradient):
             return float(loss_of(d_pre, d_post)), explained_variance(readout(d_pre, cfg), v_target)
 
         before = weight[ids].detach().float().cpu()
-        extra: dict[str, float] = {}
-        if self.head_window is not None:
-            if softcap:
-                raise ValueError("value_head_fit=ridge needs a model without a final logit soft-cap "
-                                 "(the logit difference must be linear in the rows)")
-            fitted, extra = self.ridge_rows(before, hidden_pre, hidden_post, v_target, q_target,
-                                            torch.arange(n) if episode is None else episode)
-        else:
-            with torch.enable_grad():
-                fitted = fit_value_rows(before, 0, hidden_pre, hidden_post, loss_of, cfg.value_head_steps, rate, softcap)
+        with torch.enable_grad():
+            fitted = fit_value_rows(before, 0, hidden_pre, hidden_post, loss_of, cfg.value_head_steps, rate, softcap)
         weight[ids] = fitted.to(weight.device, weight.dtype)
         (loss_before, ev_before), (loss_after, ev_after) = scores(before), scores(fitted)
         return {"value/head_loss_before": loss_before, "value/head_loss_after": loss_after,
-                "value/head_ev_before": ev_before, "value/head_ev_after": ev_after, **extra}
+                "value/head_ev_before": ev_before, "value/head_ev_after": ev_after}
 
-    def ridge_rows(self, rows: torch.Tensor, hidden_pre: torch.Tensor, hidden_post: torch.Tensor,
-                   v_target: torch.Tensor, q_target: torch.Tensor,
-                   episode: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
-        """New value rows [w+, w-] from the ridge fit of the window (this batch added to it).
-
-        One linear readout ``u`` serves V (pre-action states, target ``v_target``, weight
-        ``value_coef``) and Q (post-action states, ``q_target``, ``q_coef``), as the rows do:
+    @torch.no_grad()
+    def refit_rows(self, batch: TurnBatch, v_target: torch.Tensor, q_target: torch.Tensor) -> dict[str, float]:
+        """The ``ridge`` head fit, at the end of an update: ``batch`` joins the window, every batch
+        of it is re-read under the updated weights (hidden states only), and the rows are set to
+        the fit. One readout ``u`` serves V (pre-action states, target the lambda-return, weight
+        ``value_coef``) and Q (post-action states, the SARSA target, ``q_coef``), as the rows do:
         ``squash(h . u) ~ target``. Since ``d / tau_v = h . (w+ - w-) / tau_v``, the rows become
         ``m +- tau_v u / 2`` around their current mean ``m``: the difference is what V and Q read,
-        and the mean (which no readout sees) is kept. The rows' value-clip is not applied: the
-        fit replaces the rows rather than stepping them.
-        """
+        and the mean (which no readout sees) is kept."""
         cfg: SAPOConfig = self.config  # type: ignore[assignment]
         assert self.head_window is not None
-        self.head_window.add(pre=hidden_pre, post=hidden_post, v=v_target, q=q_target, episode=episode)
-        window = self.head_window
-        episodes = window.episode_ids()
-        x = torch.cat([window.stacked("pre"), window.stacked("post")])
-        y = torch.cat([window.stacked("v"), window.stacked("q")])
+        softcap = getattr(self.policy.model.config, "final_logit_softcapping", None)
+        if softcap:
+            raise ValueError("value_head_fit=ridge needs a model without a final logit soft-cap "
+                             "(the logit difference must be linear in the rows)")
+        self.head_window.add(batch, v=v_target, q=q_target)
+        pre, post = [], []
+        for entry in self.head_window.entries:
+            n = len(entry.batch.items)
+            scores = self.score_batch(entry.batch, values=True, pass_name="value_head", keep_hidden=True)
+            assert scores.hidden_pre is not None and scores.hidden_post is not None
+            pre.append(scores.hidden_pre[:n])
+            post.append(scores.hidden_post[:n])
+        episodes = self.head_window.episode_ids()
         states = len(episodes)
+        x = torch.cat(pre + post)
+        y = torch.cat([self.head_window.stacked("v"), self.head_window.stacked("q")])
         weight = torch.cat([torch.full((states,), cfg.value_coef), torch.full((states,), cfg.q_coef)])
         fit = fit_ridge_readout(x, y, torch.cat([episodes, episodes]), squash=squash_reading(cfg.value_squash),
                                 intercept=False, sample_weight=weight)
+        matrix = self.policy.model.get_output_embeddings().weight
+        ids = torch.tensor(self.policy.value_tokens.ids, dtype=torch.long, device=matrix.device)
+        mean = matrix[ids].detach().float().cpu().mean(0)
         u = fit.weight.float() * cfg.value_temperature
-        mean = rows.mean(0)
-        fitted = torch.stack([mean + u / 2, mean - u / 2])
-        return fitted, {"value/head_alpha": fit.alpha, "value/head_window_turns": float(states)}
+        matrix[ids] = torch.stack([mean + u / 2, mean - u / 2]).to(matrix.device, matrix.dtype)
+        this = slice(states - len(batch.items), states)  # the batch just played: the window's last
+        d = torch.cat(pre) @ u
+        return {"value/head_ev_after": explained_variance(readout(d[this], cfg), v_target),
+                "value/head_ev_window": explained_variance(readout(d, cfg), self.head_window.stacked("v")),
+                "value/head_alpha": fit.alpha, "value/head_window_turns": float(states)}
 
 
 def sapo_value_loss(d_pre: torch.Tensor, d_post: torch.Tensor, v_old: torch.Tensor,
