@@ -1,6 +1,7 @@
 """The closed-form value readout (``value_head_fit`` / ``critic_head_fit`` = ``ridge``), checked
 against ridge solutions worked out by hand."""
 
+import io
 import math
 
 import pytest
@@ -101,7 +102,10 @@ def test_window_keeps_the_last_batches_numbers_their_episodes_apart_and_round_tr
     assert window.stacked("v").tolist() == [1, 1, 1, 2, 2, 2]  # batch 0 dropped
     assert window.episode_ids().tolist() == [0, 1, 1, 2, 3, 4]
     again = ReadoutWindow(2)
-    again.load_state_dict(window.state_dict())
+    saved = io.BytesIO()
+    torch.save(window.state_dict(), saved)  # a checkpoint's trainer state is read with weights_only=True
+    saved.seek(0)
+    again.load_state_dict(torch.load(saved, weights_only=True))
     for ours, theirs in zip(window.entries, again.entries, strict=True):
         assert [i.prompt_ids for i in theirs.batch.items] == [i.prompt_ids for i in ours.batch.items]
         assert [i.action_ids for i in theirs.batch.items] == [i.action_ids for i in ours.batch.items]
