@@ -44,8 +44,9 @@ def counterfactual(run_dir: Path) -> str:
         return f"{run_dir}: no checkpoint here (checkpoints are not committed)"
     config = from_dict(yaml.safe_load((run_dir / "config.yaml").read_text()))
     traces = sorted((run_dir / "eval").glob("iter_*.jsonl"))
-    records = [json.loads(line) for line in traces[-1].read_text().splitlines() if line.strip()]
-    seeds = [record["task_seed"] for record in records]
+    # the final eval's tasks (a run stopped before it: the eval split's first tasks, as it plays them)
+    records = [json.loads(line) for line in traces[-1].read_text().splitlines() if line.strip()] if traces else []
+    seeds = [record["task_seed"] for record in records] or list(range(config.train.eval_episodes))
     algo_cls = get_algorithm(config.algo)
     loaded = load_for_training(replace(config.model, name=str(checkpoint), device="cpu"),
                                algo_cls.reads_values, seed=config.train.seed)
