@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
@@ -332,9 +333,8 @@ RANGES: dict[str, Range] = {
     "algorithm.value_warmup_ev": Range(high=1),  # explained variance: 1 at best
     "algorithm.value_temperature": POSITIVE, "algorithm.value_lr": RATE,
     "algorithm.critic_head_lr": RATE, "algorithm.value_epochs": NON_NEGATIVE.capped(100_000),
-    "algorithm.value_epoch_lr": RATE, "algorithm.value_head_lr": RATE,
-    "algorithm.value_head_steps": NON_NEGATIVE.capped(100_000), "algorithm.critic_head_steps": NON_NEGATIVE.capped(100_000),
-    "algorithm.value_head_window": AT_LEAST_ONE.capped(10_000), "algorithm.critic_head_window": AT_LEAST_ONE.capped(10_000),
+    "algorithm.value_epoch_lr": RATE, "algorithm.value_head_lr": RATE, "algorithm.critic_head_window": AT_LEAST_ONE.capped(10_000),
+    "algorithm.value_head_steps": NON_NEGATIVE.capped(100_000), "algorithm.critic_head_steps": NON_NEGATIVE.capped(100_000), "algorithm.value_head_window": AT_LEAST_ONE.capped(10_000),
     "sft.epochs": AT_LEAST_ONE.capped(100_000), "sft.lr": RATE, "sft.batch_turns": AT_LEAST_ONE.capped(MANY),
     "sft.micro_batch_tokens": AT_LEAST_ONE.capped(1_000_000_000), "sft.max_grad_norm": POSITIVE,
     "sft.weight_decay": NON_NEGATIVE, "sft.eval_episodes": NON_NEGATIVE.capped(1_000_000), "sft.seed": SEED,
@@ -370,8 +370,7 @@ def check_option(option: str, value: float) -> None:
 CHOICES: dict[str, tuple[str, ...]] = {
     "rollout.backend": ("auto", "hf", "vllm"),
     "algorithm.value_squash": ("clip", "clip_st", "tanh"),
-    "algorithm.value_head_fit": ("adam", "ridge"),
-    "algorithm.critic_head_fit": ("adam", "ridge"),
+    "algorithm.value_head_fit": ("adam", "ridge"), "algorithm.critic_head_fit": ("adam", "ridge"),
     "algorithm.advantage_turns": ("valid", "all"),
     "algorithm.value_epoch_optimizer": ("own", "shared"),
     "rollout.time_limit": ("auto", "bootstrap", "terminal"),
@@ -432,8 +431,7 @@ def _validate_words(config: RunConfig) -> None:
     _check_staleness(config)
     value_head = getattr(config.algorithm, "value_head_steps", 0) > 0 or getattr(config.algorithm, "value_head_fit", "") == "ridge"
     if value_head and (config.model.lora_rank > 0 or config.train.parallel != "none"):
-        raise UserError("algorithm.value_head_steps and value_head_fit=ridge need full fine-tuning in one process (the value "
-                        "rows as rows of the output embedding): not with model.lora_rank > 0 or train.parallel=fsdp.")
+        raise UserError("algorithm.value_head_steps and value_head_fit=ridge need full fine-tuning in one process (the value rows as rows of the output embedding): not with model.lora_rank > 0 or train.parallel=fsdp.")
     from agentrl.parallel.fsdp import check_parallel
 
     check_parallel(config.train.parallel, config.model.lora_rank, config.model.reference_offload)
@@ -455,8 +453,6 @@ def _check_staleness(config: RunConfig) -> None:
 
 def _check_mps(device: str) -> None:
     """``mps`` is Apple's GPU: on any other machine torch fails deep inside the model load."""
-    import sys
-
     if device == "mps" and sys.platform != "darwin":
         raise UserError(f"Config key 'model.device' is mps, which exists only on macOS; "
                         f"this machine is {sys.platform}: use auto, cpu or cuda.")
