@@ -38,6 +38,7 @@ def counterfactual(run_dir: Path) -> str:
     from agentrl.rundir.checkpoints import latest_checkpoint
     from agentrl.training.compose import env_factory, load_for_training, make_engine
     from agentrl.training.config import from_dict
+    from agentrl_envs.probes.chain import RULE
 
     checkpoint = latest_checkpoint(run_dir)
     if checkpoint is None:
@@ -62,7 +63,7 @@ def counterfactual(run_dir: Path) -> str:
     played = []
     try:
         for seed in seeds:
-            for first in ("press left", "press right"):
+            for first in sorted(RULE.values()):
                 backend.load([engine.action_format.render(action) for action in [first] + ["wait"] * WAITS])
                 played.extend(engine.run([Task(seed=int(seed), group=0)]).trajectories)
     finally:
@@ -76,7 +77,7 @@ def counterfactual(run_dir: Path) -> str:
         if len(turns) < 2:
             continue
         lamp = "red" if "red" in turns[0].observation else "blue"
-        right = turns[0].action == {"red": "press left", "blue": "press right"}[lamp]
+        right = turns[0].action == RULE[lamp]
         ret = sum(gamma ** k * t.reward for k, t in enumerate(turns[1:])) / r_max
         cells.setdefault((lamp, right), []).append((turns[1].stats["V"] / r_max, ret))
     # the replay of the press the run's own eval made must read the V its trace recorded: a check

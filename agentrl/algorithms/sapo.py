@@ -98,10 +98,6 @@ class SAPOConfig(AlgoConfig):
     #: by one forward pass per update.
     value_head_window: int = 4
 
-    def head_fit_on(self) -> bool:
-        """Whether the value rows get a head-only fit (``value_head_steps`` or ``ridge``)."""
-        return self.value_head_steps > 0 or self.value_head_fit == "ridge"
-
 
 def readout(d: torch.Tensor, cfg: SAPOConfig) -> torch.Tensor:
     """V or Q in units of R_max from the logit difference ``d``: ``squash(d / tau_v)``."""

@@ -17,6 +17,7 @@ from torch import nn
 
 from agentrl.algorithms.base import TurnBatch, micro_batches
 from agentrl.algorithms.losses import explained_variance
+from agentrl.algorithms.ridge_readout import ALPHAS
 from agentrl.backends.base import Generation, SamplingParams
 from agentrl.errors import UserError
 from agentrl.models.policy import (
@@ -336,7 +337,7 @@ def boundary_features(policy: Policy, data: FitData, body: nn.Module | None = No
 
 
 # --- reference points --------------------------------------------------------------------------------
-RIDGE_ALPHAS = (1e-2, 1e-1, 1.0, 10.0, 100.0, 1e3, 1e4)
+RIDGE_ALPHAS = ALPHAS  # the same grid as the online ridge head fit (agentrl.algorithms.ridge_readout)
 
 
 def _ridge_fit(x: torch.Tensor, y: torch.Tensor, alpha: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
