@@ -44,12 +44,15 @@ class Probe:
     #: True where a state value is learnable from what the model reads (every probe here); the
     #: report holds V's explained variance to the threshold only on those
     value_learnable: bool = True
+    #: a chain probe: each finished run's critic is asked what the decisive press was worth
+    #: (agentrl/bench/counterfactual.py), while its checkpoint is still on this machine
+    judge_press: bool = False
 
 
 PROBES: tuple[Probe, ...] = (
-    Probe("chain-d1", "agentrl/Chain-v0", {"delay": 1}),
-    Probe("chain-d4", "agentrl/Chain-v0", {"delay": 4}),
-    Probe("noisy-d1", "agentrl/Chain-v0", {"delay": 1, "reward_noise": 0.2}),
+    Probe("chain-d1", "agentrl/Chain-v0", {"delay": 1}, judge_press=True),
+    Probe("chain-d4", "agentrl/Chain-v0", {"delay": 4}, judge_press=True),
+    Probe("noisy-d1", "agentrl/Chain-v0", {"delay": 1, "reward_noise": 0.2}, judge_press=True),
     Probe("locks", "agentrl/Locks-v0", {"n_locks": 4}),
     Probe("memory", "agentrl/Memory-v0", {"n_codes": 3, "gap": 2}, ("rollout.history=conversation",)),
     # length 5 in 8 moves (random 11%) was solved by every algorithm within a few iterations in
@@ -219,7 +222,8 @@ def run_suite(plans: dict[str, BenchPlan], on_run: Callable[[str, PlannedRun, st
 
     Returns (runs done or kept, runs left). With ``time_limit_s``, the run under way when the
     time is up checkpoints at the end of its iteration and no further run starts; the same
-    command resumes there.
+    command resumes there. A finished run of a :attr:`Probe.judge_press` probe is judged for
+    credit to the press (:func:`_judge`), a kept one too if it has not been yet.
     """
     from agentrl.training.trainer import Trainer
 
@@ -229,6 +233,7 @@ def run_suite(plans: dict[str, BenchPlan], on_run: Callable[[str, PlannedRun, st
     for probe, planned in ordered_runs(plans):
         if planned.action == "skip":
             done += 1
+            _judge(probe, planned, on_run)
             continue
         if deadline is not None and time.time() >= deadline and started_any:
             left += 1
@@ -251,4 +256,29 @@ def run_suite(plans: dict[str, BenchPlan], on_run: Callable[[str, PlannedRun, st
             done += 1
             if on_run is not None:
                 on_run(probe, planned, "done")
+            _judge(probe, planned, on_run)
     return done, left
+
+
+def _judge(probe: str, planned: PlannedRun, on_run: Callable[[str, PlannedRun, str], None] | None) -> None:
+    """``credit.json`` for a finished run of a chain probe (agentrl/bench/counterfactual.py).
+
+    Only the machine that trained a run holds its checkpoint, so this is the one chance to ask.
+    A judge that fails is said in one line and the suite goes on: the run itself is kept, and the
+    next invocation on this machine asks again."""
+    from agentrl.bench.counterfactual import write_press_credit
+
+    if not any(p.name == probe and p.judge_press for p in PROBES):
+        return
+    try:
+        path = write_press_credit(planned.run_dir)
+    except Exception as exc:  # noqa: BLE001 - reported, and the run is already safe on disk
+        state = f"credit to the press not judged ({type(exc).__name__}: {exc})"
+    else:
+        if path is None:
+            return
+        share = json.loads(path.read_text()).get("share")
+        state = "credit to the press: " + ("no lamp saw both presses" if share is None else
+                                           f"V gap {share:.2f} of the return gap")
+    if on_run is not None:
+        on_run(probe, planned, state)

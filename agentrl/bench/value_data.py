@@ -18,7 +18,8 @@ from torch import nn
 from agentrl.algorithms.base import TurnBatch, micro_batches
 from agentrl.algorithms.losses import explained_variance
 from agentrl.algorithms.ridge_readout import ALPHAS
-from agentrl.backends.base import Generation, SamplingParams
+from agentrl.backends.base import SamplingParams
+from agentrl.bench.replay import ReplayBackend, ReplayMismatch
 from agentrl.errors import UserError
 from agentrl.models.policy import (
     Policy,
@@ -28,56 +29,12 @@ from agentrl.models.policy import (
     spans_of,
 )
 from agentrl.rollout.engine import RolloutEngine, Task
-from agentrl.rollout.prompting import end_of_turn_id
 from agentrl.rollout.trajectory import Trajectory
 
 TOKEN_BUDGET = 16384  # tokens per forward micro-batch when caching features
 
 
 # --- episodes ------------------------------------------------------------------------------------
-class ReplayBackend:
-    """A generation backend that answers with recorded replies, one episode at a time.
-
-    The engine builds every prompt itself (env, prompt builder, conversation mode, time limits),
-    so a replayed turn has the prompt ids the run had; the reply is the recorded text
-    re-tokenized, with the end-of-turn token unless it filled ``max_new_tokens``.
-    """
-
-    name = "replay"
-
-    def __init__(self, tokenizer, max_new_tokens: int):
-        self.tokenizer = tokenizer
-        self.eot = end_of_turn_id(tokenizer)
-        self.max_new_tokens = max_new_tokens
-        self.replies: list[str] = []
-
-    def load(self, replies: Sequence[str]) -> None:
-        self.replies = list(replies)
-
-    def generate(self, prompts, params: SamplingParams, cursors=None, keys=None) -> list[Generation]:
-        if len(prompts) != 1:
-            raise RuntimeError("the replay backend plays one episode at a time")
-        if not self.replies:
-            raise ReplayMismatch("the env went on after the recorded episode ended")
-        ids = self.tokenizer.encode(self.replies.pop(0), add_special_tokens=False)
-        finished = len(ids) < self.max_new_tokens
-        ids = ids + [self.eot] if finished else ids[: self.max_new_tokens]
-        return [Generation(ids, [0.0] * len(ids), finished)]
-
-    def sync_weights(self) -> None:
-        pass
-
-    def reseed(self, seed: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class ReplayMismatch(RuntimeError):
-    """A recorded episode the env does not reproduce (another env version, data or setting)."""
-
-
 def read_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Episode records (one JSON object per line) from eval or sample JSONL files."""
     out = []

@@ -19,6 +19,10 @@ returns, written by ``agentrl suite``) and each run's ``metrics.jsonl``, ``summa
   return of the first turn is unknowable before the press), so V counts as **learned** in a run
   when its eval EV reaches ``EV_SHARE`` of that run's ceiling. A run whose ceiling is 0 or less
   (its failures are coin flips no state foretells) cannot tell and is counted apart.
+* **credit to the press** (chain probes): ``credit.json``, written by ``agentrl suite`` as each
+  run finished (agentrl/bench/counterfactual.py): V after the right press minus V after the
+  wrong one, replayed on the final eval's tasks, as a share of the expected return gap (1: the
+  critic gives the press all its credit; 0: it reads the lamp and not the button).
 * **train EV**: the update's own ``value/explained_variance_v`` (V before the update against
   its lambda-return targets), median over the last 5 iterations; batches whose targets do not
   vary give none and are not averaged in.
@@ -48,6 +52,7 @@ from agentrl.rundir.layout import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE
 from agentrl.rundir.metrics import read_records
 
 SUITE_FILE = "suite.json"  # agentrl.bench.suite writes it (same name; the report does not import the suite)
+CREDIT_FILE = "credit.json"  # agentrl.bench.counterfactual writes it, likewise
 #: two-sided 97.5% quantiles of Student's t, by degrees of freedom (1..30)
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -190,6 +195,8 @@ class SuiteRun:
     v: ValueFit = field(default_factory=ValueFit)
     #: SAPO's Q on the same turns; empty (every field None) for algorithms that read none
     q: ValueFit = field(default_factory=ValueFit)
+    #: the counterfactual credit judge's answer (``credit.json``), where the suite asked it
+    credit: dict[str, Any] | None = None
 
 
 def median_of_last(records: Sequence[dict[str, Any]], key: str, last: int = 5) -> float | None:
@@ -216,8 +223,9 @@ def _read_run(folder: Path, probe: str, algo: str) -> SuiteRun | None:
         conversation = (config.get("rollout") or {}).get("history") == "conversation"
         v = value_fit(episodes, gamma, conversation, "V", v_train)
         q = value_fit(episodes, gamma, conversation, "Q", median_of_last(records, "value/explained_variance_q"))
+    credit = json.loads((folder / CREDIT_FILE).read_text()) if (folder / CREDIT_FILE).is_file() else None
     return SuiteRun(probe, algo, int(folder.name.removeprefix("seed")), records,
-                    None if final is None else float(final), v, q)
+                    None if final is None else float(final), v, q, credit)
 
 
 def read_suite(out: Path) -> tuple[dict[str, Any], list[SuiteRun]]:
@@ -298,12 +306,26 @@ def _value_row(probe: str, algo: str, fits: Sequence[ValueFit]) -> list[str]:
             _interval_text(t_interval([f.train_ev for f in fits if f.train_ev is not None]))]
 
 
+def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> list[str] | None:
+    """One row of the credit table over the runs judged; None when no run of the pair was."""
+    shares = [c["share"] for c in credits if isinstance(c.get("share"), (int, float))]
+    if not credits:
+        return None
+
+    def over_lamps(key: str) -> list[float]:
+        return [statistics.fmean(cell[key] for cell in c["lamps"].values()) for c in credits if c.get("lamps")]
+
+    return [probe, algo, str(len(credits)), _interval_text(t_interval(over_lamps("v_right"))),
+            _interval_text(t_interval(over_lamps("v_wrong"))), _interval_text(t_interval(shares)),
+            f"{sum(s >= EV_SHARE for s in shares)} of {len(shares)}"]
+
+
 def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                          runs: Sequence[SuiteRun]) -> Document:
     """The report's document from what :func:`read_suite` read."""
     algos = manifest["algos"]
     settings = manifest.get("settings", {})
-    rows, value_rows, q_rows = [], [], []
+    rows, value_rows, q_rows, credit_rows = [], [], [], []
     for probe in manifest["probes"]:
         for algo in algos:
             mine = [r for r in runs if r.probe == probe["name"] and r.algo == algo]
@@ -322,6 +344,9 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                 value_rows.append(_value_row(probe["name"], algo, [r.v for r in mine]))
             if any(r.q.eval_ev is not None for r in mine):
                 q_rows.append(_value_row(probe["name"], algo, [r.q for r in mine]))
+            credit = _credit_row(probe["name"], algo, [r.credit for r in mine if r.credit is not None])
+            if credit is not None:
+                credit_rows.append(credit)
     figures = report_dir / "figures"
     blocks: list[Any] = [
         Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "
@@ -354,6 +379,15 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
             caption="SAPO's Q(s, a) on the same turns against the return that followed the action; its ceiling "
                     "predicts each return by the other turns with the same state and action. Q is trained "
                     "toward its SARSA target and is not used in the advantages (docs/algorithms.md)."))
+    if credit_rows:
+        value_blocks.append(Table(
+            ["probe", "algorithm", "runs judged", "V after the right press", "V after the wrong press",
+             "V gap / return gap", f"runs giving the press credit (>= {EV_SHARE:g} of the gap)"], credit_rows,
+            caption="Each run's critic, from its last checkpoint, reads V after each button on every task of "
+                    "its final eval, replayed (docs/suite.md, agentrl/bench/counterfactual.py); means over "
+                    "the lamps, then mean ± 95% t interval over runs, in R_max units. The return after the "
+                    "press is known whatever the policy, so a critic that reads only the lamp scores 0 "
+                    "even where its eval EV is high."))
     images = []
     for key, name, label, norm in (("rollout/return", "suite_learning.png", "normalised return", True),
                                    ("value/explained_variance_v", "suite_value_ev.png", "V explained variance (median)", False)):

@@ -69,6 +69,16 @@ class ChainEnv(ProbeEnv):
     def expert_action(self) -> str:
         return RULE[self.colour] if self.pressed is None else "wait"
 
+    def return_after_press(self, right: bool, gamma: float) -> float:
+        """The expected discounted return from the state after the press (the first wait), for
+        the right or the wrong button, whatever the policy: the reward comes on the last of the
+        ``delay`` waits, ``delay - 1`` turns later. The yardstick of the counterfactual credit
+        judge (agentrl/bench/counterfactual.py)."""
+        if self.delay < 1:
+            raise ValueError("with delay 0 the press ends the episode: there is no state after it")
+        pays = 1.0 - self.reward_noise if right else self.reward_noise
+        return pays * gamma ** (self.delay - 1)
+
     def optimal_return(self) -> float:
         return 1.0 - self.reward_noise
 

@@ -1,0 +1,158 @@
+"""Credit to the decisive press, asked directly: counterfactual values on the chain probes.
+
+A critic's explained variance on eval traces says how well V follows the returns its policy got.
+On a chain probe whose policy has settled on one button, that is the lamp's worth, and it says
+nothing of whether V knows what the press was worth, which is the credit-assignment question.
+This asks it: every task of the run's final eval is replayed twice through the run's own env
+and prompts (:class:`agentrl.bench.replay.ReplayBackend`), once pressing left and once
+right, then waiting, and the critic from the run's last checkpoint (SAPO's value rows in the
+model, PPO's ``critic.pt``) reads V at the state after the press. The return that follows is
+known from the env whatever the policy (:meth:`ChainEnv.return_after_press`), so a critic that
+assigns credit to the press reads the two apart by as much as their returns differ:
+
+    share = (V after the right button - V after the wrong one) / (their expected return gap)
+
+per lamp (1: the whole gap; 0: the button is not read), in units of R_max.
+
+The answer needs the run's checkpoint, which exists only on the machine that trained the run
+(checkpoints are not committed), so ``agentrl suite`` asks it as each chain run finishes and
+keeps it in ``credit.json`` beside the run's metrics, where the report reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from agentrl.rollout.trajectory import Trajectory
+from agentrl.rundir.durable import atomic_write_text
+
+CREDIT_FILE = "credit.json"
+WAITS = 40  # more replies than any chain probe's delay: the env ends the episode first
+
+
+def lamp_of(observation: str, colours: Sequence[str]) -> str:
+    """The lamp colour an opening observation shows (``"... The lamp is red."``)."""
+    for colour in colours:
+        if f"lamp is {colour}" in observation:
+            return colour
+    raise ValueError(f"no lamp colour in the observation {observation!r}")
+
+
+def press_credit(played: Sequence[Trajectory], rule: dict[str, str], expected: dict[bool, float],
+                 gamma: float, r_max: float) -> dict[str, Any]:
+    """Per lamp, V after the right and the wrong press (mean over tasks, in R_max units) beside
+    the mean sampled return from there (discounted at ``gamma``) and the expected one, and V's gap
+    as a share of the expected return gap; ``share`` is the mean over the lamps that saw both.
+
+    ``played``: replayed episodes whose turn 1 carries ``stats["V"]`` (the value after the press);
+    ``expected``: the env's expected return after the right (True) and wrong (False) press, from
+    turn 1, in R_max units. The expected gap, not the sampled one, is the yardstick: on the noisy
+    probe a few dozen coin flips would move the sampled gap by a tenth. A lamp missing either
+    press is left out.
+    """
+    cells: dict[tuple[str, bool], list[tuple[float, float]]] = {}
+    for trajectory in played:
+        turns = trajectory.turns
+        if len(turns) < 2 or "V" not in turns[1].stats:
+            continue
+        lamp = lamp_of(turns[0].observation, list(rule))
+        sampled = sum(gamma ** k * t.reward for k, t in enumerate(turns[1:])) / r_max
+        cells.setdefault((lamp, turns[0].action == rule[lamp]), []).append((turns[1].stats["V"] / r_max, sampled))
+    gap = expected[True] - expected[False]
+    lamps: dict[str, dict[str, float]] = {}
+    for lamp in rule:
+        if (lamp, True) not in cells or (lamp, False) not in cells:
+            continue
+        (v_right, g_right), (v_wrong, g_wrong) = (
+            tuple(statistics.fmean(column) for column in zip(*cells[(lamp, side)], strict=True))
+            for side in (True, False))
+        lamps[lamp] = {"tasks": len(cells[(lamp, True)]), "v_right": v_right, "v_wrong": v_wrong,
+                       "return_right": g_right, "return_wrong": g_wrong,
+                       "share": (v_right - v_wrong) / gap if gap else float("nan")}
+    shares = [cell["share"] for cell in lamps.values()]
+    return {"expected_right": expected[True], "expected_wrong": expected[False], "lamps": lamps,
+            "share": statistics.fmean(shares) if shares else None}
+
+
+def trace_check(played: Sequence[Trajectory], records: Sequence[dict[str, Any]]) -> dict[str, float | int]:
+    """The largest |V| difference between the replay of the press the run's own eval made and the
+    V its eval trace recorded there, over the tasks that can be matched: 0 (to float rounding)
+    when the checkpoint, prompts and readout are the run's. ``max_abs`` is nan with ``count`` 0
+    when nothing matched (no trace, or a critic-free trace)."""
+    replayed = {(t.task_seed, t.turns[0].action): t.turns[1].stats["V"]
+                for t in played if len(t.turns) > 1 and "V" in t.turns[1].stats}
+    drift = [abs(replayed[key] - r["turns"][1]["V"]) for r in records
+             if len(r["turns"]) > 1 and "V" in r["turns"][1]
+             and (key := (r["task_seed"], r["turns"][0]["action"])) in replayed]
+    return {"max_abs": max(drift) if drift else float("nan"), "count": len(drift)}
+
+
+def write_press_credit(run_dir: Path) -> Path | None:
+    """Judge a finished run once: ``RUN_DIR/credit.json`` from :func:`judge_press`, unless it is
+    there already or the run cannot be judged here (no checkpoint, no critic). Returns the file
+    written, or None."""
+    path = run_dir / CREDIT_FILE
+    if path.is_file():
+        return None
+    credit = judge_press(run_dir)
+    if credit is None:
+        return None
+    atomic_write_text(path, json.dumps(credit, indent=2) + "\n")
+    return path
+
+
+def judge_press(run_dir: Path) -> dict[str, Any] | None:
+    """Replay the run's final eval tasks pressing each button and read its critic after the press
+    (module docstring). None when the run has no checkpoint here or its algorithm no critic."""
+    import torch
+    import yaml
+
+    from agentrl.algorithms import get_algorithm
+    from agentrl.bench.replay import ReplayBackend
+    from agentrl.envs import r_max as env_r_max
+    from agentrl.models.policy import Policy
+    from agentrl.rollout.engine import Task
+    from agentrl.rundir.checkpoints import latest_checkpoint
+    from agentrl.training.compose import env_factory, load_for_training, make_engine
+    from agentrl.training.config import from_dict
+    from agentrl_envs.probes.chain import RULE
+
+    checkpoint = latest_checkpoint(run_dir)
+    config = from_dict(yaml.safe_load((run_dir / "config.yaml").read_text()))
+    algo_cls = get_algorithm(config.algo)
+    if checkpoint is None or not (algo_cls.reads_values or algo_cls.needs_critic):
+        return None
+    traces = sorted((run_dir / "eval").glob("iter_*.jsonl"))
+    records = [json.loads(line) for line in traces[-1].read_text().splitlines() if line.strip()] if traces else []
+    # the final eval's tasks (a run stopped before it: the eval split's first tasks)
+    seeds = [record["task_seed"] for record in records] or list(range(config.train.eval_episodes))
+    loaded = load_for_training(replace(config.model, name=str(checkpoint), device="cpu"),
+                               algo_cls.reads_values, seed=config.train.seed)
+    policy = Policy(loaded.model, loaded.tokenizer, loaded.value_tokens, config.rollout.temperature)
+    factory = env_factory(config.env, "eval")
+    env = factory()
+    r_max = env_r_max(env)
+    gamma = config.algorithm.gamma
+    expected = {right: env.unwrapped.return_after_press(right, gamma) / r_max for right in (True, False)}
+    env.close()
+    algorithm = algo_cls(config.algorithm, policy, r_max, seed=config.train.seed)
+    algorithm.load_extra(checkpoint)
+    backend = ReplayBackend(policy.tokenizer, config.rollout.max_new_tokens)
+    engine = make_engine(policy, backend, replace(config.rollout, env_workers=0), factory)
+    played: list[Trajectory] = []
+    try:
+        for seed in seeds:
+            for first in sorted(RULE.values()):
+                backend.load([engine.action_format.render(a) for a in [first] + ["wait"] * WAITS])
+                played.extend(engine.run([Task(seed=int(seed), group=0)]).trajectories)
+    finally:
+        engine.pool.close()
+    with torch.no_grad():
+        algorithm.value_trace(played)
+    return {"checkpoint": checkpoint.name, "algo": config.algo, "tasks": len(seeds),
+            "trace_check": trace_check(played, records), **press_credit(played, RULE, expected, gamma, r_max)}

@@ -1,0 +1,103 @@
+"""The counterfactual credit judge (agentrl/bench/counterfactual.py): the chain's return after each
+press by hand, V's gap as a share of it by hand on built episodes, the check against an eval
+trace, and one tiny suite run end to end, where the judge's replay must reproduce the V the run's
+own eval recorded and the report must show the answer."""
+
+import json
+
+import pytest
+
+from agentrl.bench.counterfactual import CREDIT_FILE, press_credit, trace_check
+from agentrl.rollout.trajectory import Trajectory, Turn
+from agentrl_envs.probes.chain import RULE, ChainEnv
+
+
+def _turn(action, observation, reward, v=None):
+    return Turn(prompt_ids=[1], action_ids=[2], rollout_logprobs=[0.0], prompt_text="", reply_text=action,
+                action=action, observation=observation, reward=reward, env_reward=reward, terminated=False,
+                truncated=False, valid=True, stats={} if v is None else {"V": v})
+
+
+def _episode(seed, lamp, press, v_after, reward):
+    """A chain-d2 episode: the press, then two waits, the reward on the last."""
+    return Trajectory(seed, 0, "t", [_turn(press, f"The lamp is {lamp}.", 0.0),
+                                     _turn("wait", "2 turns to go.", 0.0, v_after),
+                                     _turn("wait", "1 turn to go.", reward)])
+
+
+def test_return_after_press_by_hand():
+    env = ChainEnv(delay=4, reward_noise=0.2)
+    # the reward comes 3 turns after the first wait: 0.95^3 = 0.857375, paid with p 0.8 / 0.2
+    assert env.return_after_press(True, 0.95) == pytest.approx(0.8 * 0.857375)
+    assert env.return_after_press(False, 0.95) == pytest.approx(0.2 * 0.857375)
+    assert ChainEnv(delay=1).return_after_press(True, 0.5) == 1.0
+    with pytest.raises(ValueError, match="no state after"):
+        ChainEnv(delay=0).return_after_press(True, 0.9)
+
+
+def test_share_of_the_return_gap_by_hand():
+    played = [
+        _episode(1, "red", "press left", 0.8, 1.0), _episode(1, "red", "press right", 0.2, 0.0),
+        _episode(2, "red", "press left", 0.6, 1.0), _episode(2, "red", "press right", 0.0, 0.0),
+        _episode(3, "blue", "press right", 0.5, 1.0), _episode(3, "blue", "press left", 0.5, 0.0),
+    ]
+    credit = press_credit(played, RULE, {True: 0.9, False: 0.0}, gamma=0.9, r_max=1.0)
+    red, blue = credit["lamps"]["red"], credit["lamps"]["blue"]
+    # red: V 0.7 after the right press, 0.1 after the wrong one: 0.6 of a 0.9 gap
+    assert (red["tasks"], red["v_right"], red["v_wrong"]) == (2, pytest.approx(0.7), pytest.approx(0.1))
+    assert red["share"] == pytest.approx(0.6 / 0.9)
+    # sampled return from the first wait: 0 + 0.9 * 1
+    assert (red["return_right"], red["return_wrong"]) == (pytest.approx(0.9), 0.0)
+    assert blue["share"] == 0.0  # the lamp read, not the button
+    assert credit["share"] == pytest.approx((0.6 / 0.9 + 0.0) / 2)
+    # in R_max units: the same episodes at R_max 2 read half the V (the returns halve too)
+    assert press_credit(played, RULE, {True: 0.45, False: 0.0}, 0.9, 2.0)["share"] == pytest.approx(credit["share"])
+    # a lamp that saw one press only is left out of the mean
+    one_sided = press_credit(played[:4] + played[4:5], RULE, {True: 0.9, False: 0.0}, 0.9, 1.0)
+    assert list(one_sided["lamps"]) == ["red"] and one_sided["share"] == pytest.approx(0.6 / 0.9)
+
+
+def test_trace_check_matches_the_eval_trace_by_task_and_press():
+    played = [_episode(1, "red", "press left", 0.8, 1.0), _episode(1, "red", "press right", 0.2, 0.0)]
+    records = [{"task_seed": 1, "turns": [{"action": "press right"}, {"V": 0.25}]},
+               {"task_seed": 7, "turns": [{"action": "press left"}, {"V": 0.9}]}]  # not replayed
+    assert trace_check(played, records) == {"max_abs": pytest.approx(0.05), "count": 1}
+    assert trace_check(played, [])["count"] == 0
+
+
+def test_a_tiny_suite_run_is_judged_and_reported(tmp_path):
+    """SAPO and GRPO on chain-d1, one iteration of the tiny model: SAPO's run gets a credit.json
+    whose replay reads exactly the V its final eval recorded; GRPO's, which has no critic, none."""
+    from agentrl.bench.suite import (
+        plan_suite,
+        probe_by_name,
+        probe_records,
+        run_suite,
+        write_manifest,
+    )
+    from agentrl.reporting.suite import build_suite_report
+
+    out = tmp_path / "suite"
+    probes = probe_by_name("chain-d1")
+    plans = plan_suite(["sapo", "grpo"], out, probes, seeds=1, iterations=1, trajectories=8, eval_episodes=6)
+    settings = {"model": "tiny", "seeds": 1, "first_seed": 0, "iterations": 1, "trajectories": 8,
+                "eval_episodes": 6, "overrides": []}
+    write_manifest(out, probe_records(probes), ["sapo", "grpo"], settings, {"id": "t"})
+    said = []
+    assert run_suite(plans, lambda probe, run, state: said.append((run.algo, state))) == (2, 0)
+    credit = json.loads((out / "chain-d1" / "sapo" / "seed0" / CREDIT_FILE).read_text())
+    assert not (out / "chain-d1" / "grpo" / "seed0" / CREDIT_FILE).exists()
+    assert credit["tasks"] == 6 and credit["trace_check"]["count"] == 6
+    assert credit["trace_check"]["max_abs"] < 1e-4
+    assert (credit["expected_right"], credit["expected_wrong"]) == (1.0, 0.0)
+    assert set(credit["lamps"]) <= {"red", "blue"} and credit["lamps"]
+    assert any(algo == "sapo" and state.startswith("credit to the press: V gap") for algo, state in said)
+    # a second invocation keeps the answer: the file is not asked again
+    before = (out / "chain-d1" / "sapo" / "seed0" / CREDIT_FILE).stat().st_mtime_ns
+    plans = plan_suite(["sapo", "grpo"], out, probes, seeds=1, iterations=1, trajectories=8, eval_episodes=6)
+    assert run_suite(plans) == (2, 0)
+    assert (out / "chain-d1" / "sapo" / "seed0" / CREDIT_FILE).stat().st_mtime_ns == before
+    _, md, _ = build_suite_report(out, out / "report")
+    # the credit table is the last with a "probe | algorithm | runs" row (the scores table's is the first)
+    row = [line for line in md.read_text().splitlines() if line.startswith("| chain-d1 | sapo | 1 |")][-1]
+    assert f"{credit['share']:.2f}" in row
