@@ -101,3 +101,4 @@ def test_a_tiny_suite_run_is_judged_and_reported(tmp_path):
     # the credit table is the last with a "probe | algorithm | runs" row (the scores table's is the first)
     row = [line for line in md.read_text().splitlines() if line.startswith("| chain-d1 | sapo | 1 |")][-1]
     assert f"{credit['share']:.2f}" in row
+    assert ", ".join(f"{lamp} {cell['share']:.2f}" for lamp, cell in sorted(credit["lamps"].items())) in row

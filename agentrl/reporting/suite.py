@@ -315,8 +315,15 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
     def over_lamps(key: str) -> list[float]:
         return [statistics.fmean(cell[key] for cell in c["lamps"].values()) for c in credits if c.get("lamps")]
 
+    # per lamp too: a policy that mostly presses one button leaves the other untried at a lamp
+    # where it is wrong, and no on-policy critic can value a press its batches did not hold there
+    per_lamp = {}
+    for c in credits:
+        for lamp, cell in (c.get("lamps") or {}).items():
+            per_lamp.setdefault(lamp, []).append(cell["share"])
     return [probe, algo, str(len(credits)), _interval_text(t_interval(over_lamps("v_right"))),
             _interval_text(t_interval(over_lamps("v_wrong"))), _interval_text(t_interval(shares)),
+            ", ".join(f"{lamp} {statistics.fmean(v):.2f}" for lamp, v in sorted(per_lamp.items())),
             f"{sum(s >= EV_SHARE for s in shares)} of {len(shares)}"]
 
 
@@ -382,7 +389,7 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
     if credit_rows:
         value_blocks.append(Table(
             ["probe", "algorithm", "runs judged", "V after the right press", "V after the wrong press",
-             "V gap / return gap", f"runs giving the press credit (>= {EV_SHARE:g} of the gap)"], credit_rows,
+             "V gap / return gap", "per lamp (mean)", f"runs giving the press credit (>= {EV_SHARE:g} of the gap)"], credit_rows,
             caption="Each run's critic, from its last checkpoint, reads V after each button on every task of "
                     "its final eval, replayed (docs/suite.md, agentrl/bench/counterfactual.py); means over "
                     "the lamps, then mean ± 95% t interval over runs, in R_max units. The return after the "
