@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agentrl.bench.counterfactual import CREDIT_FILE, press_credit, trace_check
+from agentrl.bench.counterfactual import CREDIT_FILE, press_counts, press_credit, trace_check, window_presses
 from agentrl.rollout.trajectory import Trajectory, Turn
 from agentrl_envs.probes.chain import RULE, ChainEnv
 
@@ -65,6 +65,51 @@ def test_trace_check_matches_the_eval_trace_by_task_and_press():
     assert trace_check(played, [])["count"] == 0
 
 
+def test_press_counts_by_lamp_and_side():
+    openings = [("Red lamp: press left. Blue lamp: press right. The lamp is red.", "<action>press left</action>"),
+                ("... The lamp is red.", "<action>press right</action>"),
+                ("... The lamp is blue.", "<action>press right</action>"),
+                ("... The lamp is blue.", "<action>press right</action>"),
+                ("... The lamp is blue.", "<action>wait</action>"),
+                ("... The lamp is red.", "press left or press right")]
+    assert press_counts(openings, RULE) == {"red": {"right": 1, "wrong": 1, "other": 1},
+                                            "blue": {"right": 2, "wrong": 0, "other": 1}}
+
+
+def test_window_presses_read_the_checkpointed_window():
+    """The ridge window's batches, restored from their checkpoint form (token ids only), decoded:
+    the last two batches: 2 red lamps pressed left (right), 2 blue pressed left (wrong); the first
+    batch (one wrong press at red) has left the window."""
+    import torch
+
+    from agentrl.algorithms.batch import TurnBatch
+    from agentrl.algorithms.ridge_readout import ReadoutWindow
+
+    words = {1: "The lamp is red.", 2: "The lamp is blue.", 3: "<action>press left</action>",
+             4: "<action>press right</action>", 5: "<action>wait</action>", 6: "1 turn to go."}
+
+    class Tokenizer:
+        def decode(self, ids):
+            return " ".join(words[i] for i in ids)
+
+    def episode(seed, lamp, press):
+        turns = [Turn(prompt_ids=[lamp], action_ids=[press], rollout_logprobs=[0.0], prompt_text="", reply_text="",
+                      action="", observation="", reward=0.0, env_reward=0.0, terminated=False, truncated=False,
+                      valid=True),
+                 Turn(prompt_ids=[lamp, press, 6], action_ids=[5], rollout_logprobs=[0.0], prompt_text="",
+                      reply_text="", action="", observation="", reward=1.0, env_reward=1.0, terminated=True,
+                      truncated=False, valid=True)]
+        return Trajectory(seed, 0, "t", turns)
+
+    window = ReadoutWindow(2)
+    for batch in ([episode(0, 1, 3), episode(1, 1, 4)], [episode(2, 1, 3), episode(3, 2, 3)],
+                  [episode(4, 1, 3), episode(5, 2, 3)]):  # the first batch falls out of a window of 2
+        window.add(TurnBatch.from_trajectories(batch), v=torch.zeros(4))
+    assert window_presses(window.state_dict(), Tokenizer(), RULE) == {"red": {"right": 2, "wrong": 0, "other": 0},
+                                                                       "blue": {"right": 0, "wrong": 2, "other": 0}}
+    assert window_presses(None, Tokenizer(), RULE) is None  # the Adam head steps keep no window
+
+
 def test_a_tiny_suite_run_is_judged_and_reported(tmp_path):
     """SAPO and GRPO on chain-d1, one iteration of the tiny model: SAPO's run gets a credit.json
     whose replay reads exactly the V its final eval recorded; GRPO's, which has no critic, none."""
@@ -91,6 +136,7 @@ def test_a_tiny_suite_run_is_judged_and_reported(tmp_path):
     assert credit["trace_check"]["max_abs"] < 1e-4
     assert (credit["expected_right"], credit["expected_wrong"]) == (1.0, 0.0)
     assert set(credit["lamps"]) <= {"red", "blue"} and credit["lamps"]
+    assert credit["window_presses"] is None  # the suite's default head fit keeps no window
     assert any(algo == "sapo" and state.startswith("credit to the press: V gap") for algo, state in said)
     # a second invocation keeps the answer: the file is not asked again
     before = (out / "chain-d1" / "sapo" / "seed0" / CREDIT_FILE).stat().st_mtime_ns
@@ -102,3 +148,23 @@ def test_a_tiny_suite_run_is_judged_and_reported(tmp_path):
     row = [line for line in md.read_text().splitlines() if line.startswith("| chain-d1 | sapo | 1 |")][-1]
     assert f"{credit['share']:.2f}" in row
     assert ", ".join(f"{lamp} {cell['share']:.2f}" for lamp, cell in sorted(credit["lamps"].items())) in row
+
+
+def test_credit_row_by_hand():
+    """Two runs: shares 0.5 and 0.1 (red 0.9 / 0.0, blue 0.1 / 0.2); the first run's last fit held
+    both presses at red only, the second (an Adam head) kept no window."""
+    from agentrl.reporting.suite import _credit_row
+
+    def lamp(share):
+        return {"v_right": share, "v_wrong": 0.0, "share": share}
+
+    credits = [{"share": 0.5, "lamps": {"red": lamp(0.9), "blue": lamp(0.1)},
+                "window_presses": {"red": {"right": 30, "wrong": 2, "other": 0},
+                                   "blue": {"right": 0, "wrong": 30, "other": 0}}},
+               {"share": 0.1, "lamps": {"red": lamp(0.0), "blue": lamp(0.2)}, "window_presses": None}]
+    row = _credit_row("chain-d1", "sapo", credits)
+    assert row[:3] == ["chain-d1", "sapo", "2"]
+    assert row[6] == ("blue 0.15 (both presses in the last fit: 0 of 1), "
+                      "red 0.45 (both presses in the last fit: 1 of 1)")
+    assert row[7] == "1 of 2"  # 0.5 meets the 0.5 share, 0.1 does not
+    assert _credit_row("chain-d1", "sapo", []) is None

@@ -12,7 +12,10 @@ assigns credit to the press reads the two apart by as much as their returns diff
 
     share = (V after the right button - V after the wrong one) / (their expected return gap)
 
-per lamp (1: the whole gap; 0: the button is not read), in units of R_max.
+per lamp (1: the whole gap; 0: the button is not read), in units of R_max. Beside it, for a
+critic fitted in closed form (``value_head_fit: ridge``), how often each button was pressed at each
+lamp in the batches of its last fit (``window_presses``): a share near 0 at a lamp whose wrong
+press those batches never held is the on-policy limit, not a failed readout.
 
 The answer needs the run's checkpoint, which exists only on the machine that trained the run
 (checkpoints are not committed), so ``agentrl suite`` asks it as each chain run finishes and
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -79,6 +82,36 @@ def press_credit(played: Sequence[Trajectory], rule: dict[str, str], expected: d
             "share": statistics.fmean(shares) if shares else None}
 
 
+def press_counts(openings: Iterable[tuple[str, str]], rule: dict[str, str]) -> dict[str, dict[str, int]]:
+    """Per lamp, how many episodes pressed the right button, the wrong one, or neither (an invalid
+    or other reply), from each episode's opening (prompt text, reply text). Read from the batches
+    a critic was last fitted on, it says whether a wrong press at a lamp was there to be valued:
+    an on-policy critic cannot read a press its batches did not hold."""
+    counts = {lamp: {"right": 0, "wrong": 0, "other": 0} for lamp in rule}
+    for prompt, reply in openings:
+        lamp = lamp_of(prompt, list(rule))
+        pressed = [button for button in set(rule.values()) if button in reply]
+        side = "other" if len(pressed) != 1 else "right" if pressed[0] == rule[lamp] else "wrong"
+        counts[lamp][side] += 1
+    return counts
+
+
+def window_presses(window_state: dict[str, Any] | None, tokenizer: Any,
+                   rule: dict[str, str]) -> dict[str, dict[str, int]] | None:
+    """:func:`press_counts` over the batches of a ridge readout's window (the last fit's data, as
+    :meth:`ReadoutWindow.state_dict` keeps it in the checkpoint: token ids only); None for a critic
+    without one (the Adam head steps)."""
+    from agentrl.algorithms.ridge_readout import ReadoutWindow
+
+    if not window_state or not window_state.get("entries"):
+        return None
+    window = ReadoutWindow(int(window_state["size"]))
+    window.load_state_dict(window_state)
+    openings = [(tokenizer.decode(t.turns[0].prompt_ids), tokenizer.decode(t.turns[0].action_ids))
+                for entry in window.entries for t in entry.batch.trajectories if t.turns]
+    return press_counts(openings, rule)
+
+
 def trace_check(played: Sequence[Trajectory], records: Sequence[dict[str, Any]]) -> dict[str, float | int]:
     """The largest |V| difference between the replay of the press the run's own eval made and the
     V its eval trace recorded there, over the tasks that can be matched: 0 (to float rounding)
@@ -117,7 +150,7 @@ def judge_press(run_dir: Path) -> dict[str, Any] | None:
     from agentrl.envs import r_max as env_r_max
     from agentrl.models.policy import Policy
     from agentrl.rollout.engine import Task
-    from agentrl.rundir.checkpoints import latest_checkpoint
+    from agentrl.rundir.checkpoints import latest_checkpoint, read_state
     from agentrl.training.compose import env_factory, load_for_training, make_engine
     from agentrl.training.config import from_dict
     from agentrl_envs.probes.chain import RULE
@@ -155,4 +188,6 @@ def judge_press(run_dir: Path) -> dict[str, Any] | None:
     with torch.no_grad():
         algorithm.value_trace(played)
     return {"checkpoint": checkpoint.name, "algo": config.algo, "tasks": len(seeds),
-            "trace_check": trace_check(played, records), **press_credit(played, RULE, expected, gamma, r_max)}
+            "trace_check": trace_check(played, records), **press_credit(played, RULE, expected, gamma, r_max),
+            "window_presses": window_presses(read_state(checkpoint)["algorithm"].get("head_window"),
+                                             policy.tokenizer, RULE)}

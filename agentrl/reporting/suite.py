@@ -317,13 +317,20 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
 
     # per lamp too: a policy that mostly presses one button leaves the other untried at a lamp
     # where it is wrong, and no on-policy critic can value a press its batches did not hold there
-    per_lamp = {}
+    # there; a ridge-fitted critic's credit.json says which presses its last fit held
+    per_lamp: dict[str, list[float]] = {}
     for c in credits:
         for lamp, cell in (c.get("lamps") or {}).items():
             per_lamp.setdefault(lamp, []).append(cell["share"])
+
+    def lamp_text(lamp: str, values: list[float]) -> str:
+        seen = [c["window_presses"][lamp] for c in credits if (c.get("window_presses") or {}).get(lamp)]
+        both = f" (both presses in the last fit: {sum(n['right'] > 0 and n['wrong'] > 0 for n in seen)} of {len(seen)})"
+        return f"{lamp} {statistics.fmean(values):.2f}" + (both if seen else "")
+
     return [probe, algo, str(len(credits)), _interval_text(t_interval(over_lamps("v_right"))),
             _interval_text(t_interval(over_lamps("v_wrong"))), _interval_text(t_interval(shares)),
-            ", ".join(f"{lamp} {statistics.fmean(v):.2f}" for lamp, v in sorted(per_lamp.items())),
+            ", ".join(lamp_text(lamp, v) for lamp, v in sorted(per_lamp.items())),
             f"{sum(s >= EV_SHARE for s in shares)} of {len(shares)}"]
 
 
@@ -394,7 +401,9 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                     "its final eval, replayed (docs/suite.md, agentrl/bench/counterfactual.py); means over "
                     "the lamps, then mean ± 95% t interval over runs, in R_max units. The return after the "
                     "press is known whatever the policy, so a critic that reads only the lamp scores 0 "
-                    "even where its eval EV is high."))
+                    "even where its eval EV is high. For critics fitted in closed form, the runs whose last "
+                    "fit's batches held both presses at the lamp: an on-policy critic cannot value a press "
+                    "its batches never made."))
     images = []
     for key, name, label, norm in (("rollout/return", "suite_learning.png", "normalised return", True),
                                    ("value/explained_variance_v", "suite_value_ev.png", "V explained variance (median)", False)):
