@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from agentrl.bench.counterfactual import CREDIT_FILE, press_counts, press_credit, trace_check, window_presses
+from agentrl.bench.counterfactual import (
+    CREDIT_FILE,
+    press_counts,
+    press_credit,
+    trace_check,
+    window_presses,
+)
 from agentrl.rollout.trajectory import Trajectory, Turn
 from agentrl_envs.probes.chain import RULE, ChainEnv
 
