@@ -11,7 +11,9 @@ The probe: a fixed sequence of token ids, scored teacher-forced by the engine (l
 next token, full vocabulary, temperature 1) and by the trainer's model. The mean absolute gap,
 relative to the mean magnitude of the trainer's log-probs, must stay within a tolerance that
 covers the engine's numerics (dtype rounding grows with the size of the logits, hence relative),
-far below what a stale copy shows once training has moved the policy. A failed check stops the
+far below what a stale copy shows once training has moved the policy. Ids the engine never
+samples (SAPO's value tokens) have their output rows zeroed in the engine and their logits set
+to 0 in the trainer's probe (:func:`agentrl.backends.vllm.engine_weights` says why). A failed check stops the
 run with one sentence (:class:`WeightSyncError`) instead of training on stale samples.
 
 What it can and cannot see: with an engine in the trainer's dtype the noise floor is ~1e-6
@@ -54,11 +56,15 @@ def probe_ids(vocab_size: int, count: int = PROBE_TOKENS, seed: int = 1234) -> l
 
 
 @torch.no_grad()
-def trainer_logprobs(model: nn.Module, ids: Sequence[int]) -> torch.Tensor:
-    """Log-prob of ``ids[1:]`` given their prefixes under ``model`` (full vocabulary, fp32)."""
+def trainer_logprobs(model: nn.Module, ids: Sequence[int], blank: torch.Tensor | None = None) -> torch.Tensor:
+    """Log-prob of ``ids[1:]`` given their prefixes under ``model`` (full vocabulary, fp32), with
+    the logits of ``blank`` (ids whose output rows the engine holds at zero: SAPO's value tokens)
+    set to 0, as the engine computes them."""
     device = next(model.parameters()).device
     inputs = torch.tensor([list(ids)], device=device)
     logits = model(input_ids=inputs).logits[0, :-1].float()
+    if blank is not None and len(blank):
+        logits[:, blank.to(device)] = 0.0
     logprobs = torch.log_softmax(logits, dim=-1)
     return logprobs.gather(1, inputs[0, 1:, None])[:, 0].cpu()
 

@@ -44,7 +44,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -253,18 +253,45 @@ def configure_environment(options: VLLMOptions, device: torch.device) -> None:
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", options.cpu_threads or default_cpu_threads())
 
 
-def save_engine_folder(model: nn.Module, folder: Path, dtype: torch.dtype) -> None:
-    """The policy's config and effective weights (LoRA merged), as a model folder vLLM loads."""
-    from safetensors.torch import save_file
+def engine_weights(model: nn.Module, dtype: torch.dtype,
+                   blank_rows: torch.Tensor | None = None) -> Iterator[tuple[str, torch.Tensor]]:
+    """The policy's effective weights (LoRA merged; gathered tensor by tensor under FSDP) in the
+    engine's dtype, named as vLLM loads them: a tied LM head is left out (the engine ties it to
+    the input embedding, as the config says), and the output rows of ``blank_rows`` (SAPO's value
+    tokens, which the engine never samples) are zero.
 
+    Why zero: the engine bans those ids when it samples, so their rows never change what it
+    generates, but they do enter the sync check's full-vocabulary probe (vLLM's prompt log-probs
+    come before any logits processor). A value readout fitted in closed form can set them to norms
+    of 50 and more (16x a token's), where their logits (100+) swamp the probe's normaliser and the
+    bf16 engine's rounding of them reads as a stale sync (measured: 5.5% against a 5% tolerance
+    in a SAPO run whose weights had synced). Zeroed here and set to 0 in the trainer's probe
+    (:func:`agentrl.backends.sync_check.trainer_logprobs`), they drop out of the check."""
     config = base_model_of(model).config
     tied = bool(getattr(config, "tie_word_embeddings", False))
-    tensors = {}
-    for name, tensor in effective_weights(model):  # gathered tensor by tensor under FSDP
+    rows = base_model_of(model).get_output_embeddings().weight.shape[0]
+    blank_done = blank_rows is None or len(blank_rows) == 0
+    for name, tensor in effective_weights(model):
         if tied and name == "lm_head.weight":
-            continue  # the engine ties it to the input embedding, as the config says
-        tensors[name] = tensor.to("cpu", dtype=dtype, copy=True).contiguous()
-    config.save_pretrained(folder)
+            continue
+        out = tensor.to(dtype)
+        head = name == "lm_head.weight" or (tied and out.dim() == 2 and out.shape[0] == rows)
+        if not blank_done and head:
+            if out.data_ptr() == tensor.data_ptr():
+                out = out.clone()  # never write into the trainer's own weights
+            out[blank_rows.to(out.device)] = 0
+            blank_done = True
+        yield name, out
+
+
+def save_engine_folder(model: nn.Module, folder: Path, dtype: torch.dtype,
+                       blank_rows: torch.Tensor | None = None) -> None:
+    """The policy's config and :func:`engine_weights`, as a model folder vLLM loads."""
+    from safetensors.torch import save_file
+
+    tensors = {name: tensor.to("cpu", copy=True).contiguous()
+               for name, tensor in engine_weights(model, dtype, blank_rows)}
+    base_model_of(model).config.save_pretrained(folder)
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
@@ -315,7 +342,7 @@ class VLLMBackend:
         root.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix="engine-", dir=root))
         try:
-            save_engine_folder(self.policy_model, folder, self.options.dtype)
+            save_engine_folder(self.policy_model, folder, self.options.dtype, self.banned)
             dtype_name = str(self.options.dtype).removeprefix("torch.")
             kwargs = dict(
                 model=str(folder), skip_tokenizer_init=True, dtype=dtype_name,
@@ -394,12 +421,8 @@ class VLLMBackend:
         """Push the policy's effective weights into the live engine (no disk), then drop the
         prefix cache, whose KV blocks belong to the old weights."""
         start = time.perf_counter()
-        dtype = self.options.dtype
-        config = base_model_of(self.policy_model).config
-        tied = bool(getattr(config, "tie_word_embeddings", False))
         # under FSDP each tensor is gathered as the engine reads it, never the whole model at once
-        weights = ((name, tensor.to(dtype)) for name, tensor in effective_weights(self.policy_model)
-                   if not (tied and name == "lm_head.weight"))
+        weights = engine_weights(self.policy_model, self.options.dtype, self.banned)
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         if self.device.type == "cpu":
             self.gemm_kernels = self.llm.apply_model(refresh_cpu_gemm)[0]
@@ -430,7 +453,7 @@ class VLLMBackend:
         if not self.options.sync_check:
             return None
         engine = self.probe_logprobs(self.probe)
-        trainer = trainer_logprobs(self.policy_model, self.probe)
+        trainer = trainer_logprobs(self.policy_model, self.probe, blank=self.banned)
         self.last_sync = check_sync(engine, trainer, self.sync_tolerance, "The vLLM engine")
         return self.last_sync
 
