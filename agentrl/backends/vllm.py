@@ -267,9 +267,9 @@ def engine_weights(model: nn.Module, dtype: torch.dtype,
     bf16 engine's rounding of them reads as a stale sync (measured: 5.5% against a 5% tolerance
     in a SAPO run whose weights had synced). Zeroed here and set to 0 in the trainer's probe
     (:func:`agentrl.backends.sync_check.trainer_logprobs`), they drop out of the check."""
-    config = base_model_of(model).config
-    tied = bool(getattr(config, "tie_word_embeddings", False))
-    rows = base_model_of(model).get_output_embeddings().weight.shape[0]
+    base = base_model_of(model)
+    tied = bool(getattr(base.config, "tie_word_embeddings", False))
+    rows = base.get_output_embeddings().weight.shape[0]
     blank_done = blank_rows is None or len(blank_rows) == 0
     for name, tensor in effective_weights(model):
         if tied and name == "lm_head.weight":

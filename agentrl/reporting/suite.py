@@ -316,7 +316,7 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
         return [statistics.fmean(cell[key] for cell in c["lamps"].values()) for c in credits if c.get("lamps")]
 
     # per lamp too: a policy that mostly presses one button leaves the other untried at a lamp
-    # where it is wrong, and no on-policy critic can value a press its batches did not hold there
+    # where it is wrong, and no on-policy critic can value a press its batches did not hold
     # there; a ridge-fitted critic's credit.json says which presses its last fit held
     per_lamp: dict[str, list[float]] = {}
     for c in credits:
