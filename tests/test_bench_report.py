@@ -513,6 +513,25 @@ def test_the_machine_names_the_cpu_features_that_choose_its_numeric_path(tmp_pat
     assert line == "Intel Xeon; CPU features: avx2 avx512f avx512_bf16; 2 logical cores"
 
 
+def test_a_suite_session_names_its_cpu_model_and_features(tmp_path, monkeypatch):
+    """The embedded suite's policies part ways between CPU kinds on one seed, so a suite
+    session records the model and the ISA flags, not just 'x86_64'."""
+    import os
+
+    from agentrl.rundir.machine import suite_machine
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor @ 2.80GHz\n"
+                    "flags\t\t: fpu avx2 avx512f avx512cd\n")
+    assert suite_machine(str(info)) == ("Intel(R) Xeon(R) Processor @ 2.80GHz; CPU features: "
+                                        "avx2 avx512f; 2 logical cores")
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    import platform
+
+    assert suite_machine(str(tmp_path / "missing")) == platform.machine()
+
+
 def test_a_run_is_reported_with_the_session_that_trained_it_not_one_that_skipped_it(tmp_path):
     """A comparison run in pieces: session 1 (AMD) trained sapo and started ppo; session 2 (Intel)
     skipped the finished sapo and resumed ppo. sapo ran on AMD, ppo last ran on Intel."""

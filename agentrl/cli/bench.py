@@ -183,7 +183,6 @@ def suite(
 ) -> None:
     """Run the behaviour suite: every probe x algorithm x seed, like-for-like (resumable)."""
     import datetime
-    import platform
     import uuid
 
     from agentrl.bench.plan import parse_algos
@@ -195,6 +194,7 @@ def suite(
         run_suite,
         write_manifest,
     )
+    from agentrl.rundir.machine import suite_machine
 
     out = _resumable_output(out_, "suite", SUITE_FILE, seeds, first_seed, stop_after_minutes)
     names = parse_algos(algos)
@@ -212,8 +212,8 @@ def suite(
     # invocations can start within the same second
     session = {"id": uuid.uuid4().hex[:12],
                "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-               "command": " ".join(shlex.quote(a) for a in sys.argv), "machine": platform.processor()
-               or platform.machine(), "runs_to_do": todo}
+               "command": " ".join(shlex.quote(a) for a in sys.argv), "machine": suite_machine(),
+               "runs_to_do": todo}
     settings = {"model": model, "seeds": seeds, "first_seed": first_seed, "iterations": iterations,
                 "trajectories": trajectories, "eval_episodes": eval_episodes, "overrides": overrides}
     records = probe_records(chosen)

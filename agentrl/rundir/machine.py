@@ -11,9 +11,9 @@ import os
 import platform
 
 
-def _cpu_model() -> str | None:
+def _cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str | None:
     try:
-        with open("/proc/cpuinfo") as fh:
+        with open(cpuinfo) as fh:
             for line in fh:
                 if line.lower().startswith("model name"):
                     return line.split(":", 1)[1].strip()
@@ -109,3 +109,20 @@ def machine_line(machine: dict[str, str]) -> str:
     if extras:
         parts.append(", ".join(extras))
     return "; ".join(parts) if parts else "not recorded"
+
+
+def suite_machine(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU a suite session ran on, in one short line: its model, the :data:`ISA_FLAGS` it has
+    and its cores (``platform.machine()`` where none can be read). The embedded suite's policies
+    part ways between CPU kinds on one seed (bf16 native or emulated), so each session says which
+    kind trained its runs."""
+    machine: dict[str, str] = {}
+    cpu = _cpu_model(cpuinfo)
+    if cpu:
+        machine["cpu"] = cpu
+    isa = cpu_isa(cpuinfo)
+    if isa:
+        machine["cpu_isa"] = isa
+    if os.cpu_count():
+        machine["logical_cores"] = str(os.cpu_count())
+    return machine_line(machine) if machine else platform.machine()
