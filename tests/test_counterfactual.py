@@ -157,20 +157,28 @@ def test_a_tiny_suite_run_is_judged_and_reported(tmp_path):
 
 
 def test_credit_row_by_hand():
-    """Two runs: shares 0.5 and 0.1 (red 0.9 / 0.0, blue 0.1 / 0.2); the first run's last fit held
-    both presses at red only, the second (an Adam head) kept no window."""
-    from agentrl.reporting.suite import _credit_row
+    """Three runs: shares 0.5, 0.1 and 0.3 (red 0.9 / 0.0 / 0.3, blue 0.1 / 0.2 / 0.3). The first
+    run's last fit held 5 wrong presses at red (enough) and none at blue; the second held 2 wrong
+    at red (a coin, not counted) and 5 right at blue; the third (an Adam head) kept no window."""
+    from agentrl.reporting.suite import PRESSES_NEEDED, _credit_row
+
+    assert PRESSES_NEEDED == 5
 
     def lamp(share):
         return {"v_right": share, "v_wrong": 0.0, "share": share}
 
     credits = [{"share": 0.5, "lamps": {"red": lamp(0.9), "blue": lamp(0.1)},
-                "window_presses": {"red": {"right": 30, "wrong": 2, "other": 0},
+                "window_presses": {"red": {"right": 30, "wrong": 5, "other": 0},
                                    "blue": {"right": 0, "wrong": 30, "other": 0}}},
-               {"share": 0.1, "lamps": {"red": lamp(0.0), "blue": lamp(0.2)}, "window_presses": None}]
+               {"share": 0.1, "lamps": {"red": lamp(0.0), "blue": lamp(0.2)},
+                "window_presses": {"red": {"right": 30, "wrong": 2, "other": 0},
+                                   "blue": {"right": 5, "wrong": 25, "other": 0}}},
+               {"share": 0.3, "lamps": {"red": lamp(0.3), "blue": lamp(0.3)}, "window_presses": None}]
     row = _credit_row("chain-d1", "sapo", credits)
-    assert row[:3] == ["chain-d1", "sapo", "2"]
-    assert row[6] == ("blue 0.15 (both presses in the last fit: 0 of 1), "
-                      "red 0.45 (both presses in the last fit: 1 of 1)")
-    assert row[7] == "1 of 2"  # 0.5 meets the 0.5 share, 0.1 does not
+    assert row[:3] == ["chain-d1", "sapo", "3"]
+    # red (0.9 + 0.0 + 0.3) / 3 = 0.40, blue (0.1 + 0.2 + 0.3) / 3 = 0.20; of the two windows
+    # kept, one counts at each lamp
+    assert row[6] == ("blue 0.20 (both presses, 5+ each, in the last fit: 1 of 2), "
+                      "red 0.40 (both presses, 5+ each, in the last fit: 1 of 2)")
+    assert row[7] == "1 of 3"  # 0.5 meets the 0.5 share, 0.1 and 0.3 do not
     assert _credit_row("chain-d1", "sapo", []) is None

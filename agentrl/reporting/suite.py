@@ -60,6 +60,11 @@ T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
 #: what counts as a value function that learned: eval EV at least this share of the run's own
 #: ceiling (:func:`ceiling_ev`; docs/suite.md says why)
 EV_SHARE = 0.5
+#: The fewest presses of each button at a lamp, in a ridge critic's last fit, for the credit
+#: table to count that lamp as one where the batches held both presses. With one or two of a
+#: button the fit's answer is a coin (shares -0.03 .. 1.35 at six such lamps of the embedded
+#: suite, 2026-12-07); every lamp with 6 or more of each gave 0.71-1.00 of the gap.
+PRESSES_NEEDED = 5
 
 
 def is_suite(path: Path) -> bool:
@@ -325,7 +330,8 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
 
     def lamp_text(lamp: str, values: list[float]) -> str:
         seen = [c["window_presses"][lamp] for c in credits if (c.get("window_presses") or {}).get(lamp)]
-        both = f" (both presses in the last fit: {sum(n['right'] > 0 and n['wrong'] > 0 for n in seen)} of {len(seen)})"
+        both = sum(min(n["right"], n["wrong"]) >= PRESSES_NEEDED for n in seen)
+        both = f" (both presses, {PRESSES_NEEDED}+ each, in the last fit: {both} of {len(seen)})"
         return f"{lamp} {statistics.fmean(values):.2f}" + (both if seen else "")
 
     return [probe, algo, str(len(credits)), _interval_text(t_interval(over_lamps("v_right"))),
