@@ -54,6 +54,42 @@ def test_micro_batching_does_not_change_the_gradient(episodes, algo_cls, config_
     assert m1["loss/policy"] == pytest.approx(m2["loss/policy"], rel=1e-5, abs=1e-8)
 
 
+def test_sapo_value_terms_stop_at_the_hidden_states_when_asked(episodes):
+    """``value_backbone_grad: false``: the joint step's gradient on every weight but the two value
+    rows is exactly the policy terms' alone (value_coef = q_coef = 0), and the rows still get the
+    value terms'. With the default (the paper's), the value terms do reach the body. The rows are
+    given weight first: zero rows send no gradient anywhere."""
+    model, tok, values, trajectories = episodes
+    trajs = _varied(trajectories)
+
+    def grads(**cfg):
+        clone = copy.deepcopy(model)
+        with torch.no_grad():
+            torch.manual_seed(3)
+            clone.get_output_embeddings().weight[values.ids] = torch.randn(2, clone.config.hidden_size) * 3
+        config = SAPOConfig(lr=1e-9, epochs=1, minibatch_turns=10_000, max_grad_norm=1e9, kl_coef=0.0, **cfg)
+        algo = SAPO(config, Policy(clone, tok, values), r_max=1.0)
+        algo.update(copy.deepcopy(trajs), PhaseTimer())
+        out = {}
+        for name, p in clone.named_parameters():
+            g = p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
+            if p is clone.get_output_embeddings().weight:
+                out["value rows"] = g[values.ids].clone()
+                g[values.ids] = 0.0
+            out[name] = g
+        return out
+
+    cut = grads(value_backbone_grad=False)
+    policy_only = grads(value_coef=0.0, q_coef=0.0)
+    joint = grads()
+    assert float(policy_only["value rows"].abs().sum()) == 0.0
+    assert float(cut["value rows"].abs().sum()) > 0.0
+    body = [name for name in cut if name != "value rows"]
+    for name in body:
+        torch.testing.assert_close(cut[name], policy_only[name], rtol=1e-5, atol=1e-9)
+    assert any(not torch.allclose(joint[name], policy_only[name], rtol=1e-3, atol=1e-7) for name in body)
+
+
 def test_every_algorithm_reports_the_same_phase_keys(episodes):
     model, tok, values, trajectories = episodes
     keys = []

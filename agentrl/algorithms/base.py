@@ -132,6 +132,12 @@ class Algorithm(ABC):
     needs_critic: ClassVar[bool] = False
     reads_values: ClassVar[bool] = False  # SAPO: reserve w+/w- and read V, Q
 
+    @property
+    def values_detached(self) -> bool:
+        """Read V and Q in the update from hidden states cut from the graph (SAPO's
+        ``value_backbone_grad: false``): the value terms then train the value rows only."""
+        return False
+
     def __init__(self, config: AlgoConfig, policy: Policy, r_max: float, seed: int = 0):
         self.config = config
         self.policy = policy
@@ -330,13 +336,15 @@ class ClippedPolicyGradient(ScoringPasses, ValueReadout, Algorithm, ABC):
                 lengths = [units[u].training.length for u in minibatch]
                 for micro in equal_micro_batches(micro_batches(lengths, cfg.micro_batch_tokens), sharded):
                     if not micro:  # FSDP: this rank is done; run the other ranks' collectives
-                        idle_pass(lambda r: self.policy.score_sequences(r, entropy=True, values=self.reads_values),
+                        idle_pass(lambda r: self.policy.score_sequences(r, entropy=True, values=self.reads_values,
+                                                                        values_detached=self.values_detached),
                                   backward=True)
                         continue
                     rows = [units[minibatch[j]].training for j in micro]
                     idx = [i for j in micro for i in units[minibatch[j]].turn_slots]
                     self.count_tokens("actor_update", rows)
-                    scores = self.policy.score_sequences(rows, entropy=True, values=self.reads_values)
+                    scores = self.policy.score_sequences(rows, entropy=True, values=self.reads_values,
+                                                         values_detached=self.values_detached)
                     if old_logprobs is None:
                         old = scores.logprobs.detach()
                         for i, part in zip(idx, split_tokens(old.cpu(), [len(batch.items[i].action_ids) for i in idx]),

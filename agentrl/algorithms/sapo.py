@@ -97,6 +97,14 @@ class SAPOConfig(AlgoConfig):
     #: Batches the ``ridge`` fit keeps and fits together (1: this batch alone); each is re-read
     #: by one forward pass per update.
     value_head_window: int = 4
+    #: Whether the value terms' gradient reaches the body (the paper: one model learns to act and
+    #: to value). ``false`` (ours): V and Q are read from the boundary hidden states cut from the
+    #: graph, so the body learns from the policy's terms alone and the value rows from the value
+    #: terms (or their ``ridge`` fit). Why: measured on the embedded model (chain-d1, after one
+    #: ridge fit, rows of norm 46 against a token row's 3.2), the value terms' gradient on the
+    #: body is ~1,700x the policy terms' (1389 against 0.82, L2), so global clipping and Adam
+    #: step the body along the value loss and the policy barely moves (docs/suite.md).
+    value_backbone_grad: bool = True
 
 
 def readout(d: torch.Tensor, cfg: SAPOConfig) -> torch.Tensor:
@@ -140,6 +148,10 @@ class SAPO(ClippedPolicyGradient):
             if self.value_rows is None:
                 self.value_rows = RowAdam(self.value_readout(), lr=config.lr)
             self.value_rows.frozen = True
+
+    @property
+    def values_detached(self) -> bool:
+        return not self.config.value_backbone_grad  # type: ignore[attr-defined]
 
     def value_pass_step(self, lr: float | None) -> None:
         if self.value_optimizer is None:

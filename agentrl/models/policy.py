@@ -238,13 +238,19 @@ class Policy:
                                     values=values, model=model)
 
     def score_sequences(self, items: Sequence[SequenceItem], *, entropy: bool = False,
-                        values: bool = False, model: nn.Module | None = None) -> Scores:
+                        values: bool = False, model: nn.Module | None = None,
+                        values_detached: bool = False) -> Scores:
         """:meth:`score` for rows holding one or more turns each (spans); outputs in span order,
-        ``token_item`` indexing spans. One body pass per row whatever its number of turns."""
+        ``token_item`` indexing spans. One body pass per row whatever its number of turns.
+
+        ``values_detached``: V and Q are read from the boundary hidden states cut from the graph,
+        so a loss on them trains the two value rows only, never the body (SAPO's
+        ``value_backbone_grad: false``)."""
         source = self.model if model is None else model
         runner = self.runners.get(id(source))
         if runner is not None and not runner.active:  # FSDP: run where the head's weight is whole
-            return runner(lambda: self.score_sequences(items, entropy=entropy, values=values, model=model))
+            return runner(lambda: self.score_sequences(items, entropy=entropy, values=values, model=model,
+                                                       values_detached=values_detached))
         device = self.device
         hidden = run_body(decoder_of(source), items, device)
         spans = spans_of(items)
@@ -271,7 +277,8 @@ class Policy:
             idx_pos = torch.tensor(pre_pos + post_pos, dtype=torch.long, device=device)
             vt = self.value_tokens
             boundary = hidden[idx_rows, idx_pos]
-            pair = self._head(source, boundary, vt.policy_vocab, vt.policy_vocab + 2)
+            read = boundary.detach() if values_detached else boundary
+            pair = self._head(source, read, vt.policy_vocab, vt.policy_vocab + 2)
             plus_col = vt.plus - vt.policy_vocab
             d = pair[:, plus_col] - pair[:, 1 - plus_col]
             pre, post = d[:n], d[n:]
