@@ -330,8 +330,8 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
 
     def lamp_text(lamp: str, values: list[float]) -> str:
         seen = [c["window_presses"][lamp] for c in credits if (c.get("window_presses") or {}).get(lamp)]
-        both = sum(min(n["right"], n["wrong"]) >= PRESSES_NEEDED for n in seen)
-        both = f" (both presses, {PRESSES_NEEDED}+ each, in the last fit: {both} of {len(seen)})"
+        counted = sum(min(n["right"], n["wrong"]) >= PRESSES_NEEDED for n in seen)
+        both = f" (both presses, {PRESSES_NEEDED}+ each, in the last fit: {counted} of {len(seen)})"
         return f"{lamp} {statistics.fmean(values):.2f}" + (both if seen else "")
 
     return [probe, algo, str(len(credits)), _interval_text(t_interval(over_lamps("v_right"))),

@@ -57,15 +57,7 @@ def describe_machine(include_accelerators: bool = True) -> dict[str, str]:
     ``include_accelerators`` imports torch to name the GPUs; ``report`` passes False because it
     describes the machine that built the report, not the one that ran the runs.
     """
-    out: dict[str, str] = {"os": platform.platform(), "python": platform.python_version()}
-    cpu = _cpu_model()
-    if cpu:
-        out["cpu"] = cpu
-    isa = cpu_isa()
-    if isa:
-        out["cpu_isa"] = isa
-    if os.cpu_count():
-        out["logical_cores"] = str(os.cpu_count())
+    out: dict[str, str] = {"os": platform.platform(), "python": platform.python_version(), **_cpu_fields()}
     memory = _memory_gib()
     if memory is not None:
         out["memory_gib"] = f"{memory:.1f}"
@@ -111,18 +103,24 @@ def machine_line(machine: dict[str, str]) -> str:
     return "; ".join(parts) if parts else "not recorded"
 
 
+def _cpu_fields(cpuinfo: str = "/proc/cpuinfo") -> dict[str, str]:
+    """``cpu``, ``cpu_isa`` and ``logical_cores``, each where it can be read."""
+    out: dict[str, str] = {}
+    cpu = _cpu_model(cpuinfo)
+    if cpu:
+        out["cpu"] = cpu
+    isa = cpu_isa(cpuinfo)
+    if isa:
+        out["cpu_isa"] = isa
+    if os.cpu_count():
+        out["logical_cores"] = str(os.cpu_count())
+    return out
+
+
 def suite_machine(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU a suite session ran on, in one short line: its model, the :data:`ISA_FLAGS` it has
     and its cores (``platform.machine()`` where none can be read). The embedded suite's policies
     part ways between CPU kinds on one seed (bf16 native or emulated), so each session says which
     kind trained its runs."""
-    machine: dict[str, str] = {}
-    cpu = _cpu_model(cpuinfo)
-    if cpu:
-        machine["cpu"] = cpu
-    isa = cpu_isa(cpuinfo)
-    if isa:
-        machine["cpu_isa"] = isa
-    if os.cpu_count():
-        machine["logical_cores"] = str(os.cpu_count())
-    return machine_line(machine) if machine else platform.machine()
+    fields = _cpu_fields(cpuinfo)
+    return machine_line(fields) if fields else platform.machine()
