@@ -305,6 +305,7 @@ def test_sapo_ridge_head_fit_sets_the_row_difference_and_keeps_the_mean(episodes
         diffs[(tau, lr)] = after[0] - after[1]
         assert torch.allclose(after.mean(0), before.mean(0), atol=1e-6)
         assert metrics["value/head_window_turns"] == sum(len(t.turns) for t in trajs)
+        assert -1.0 < metrics["value/head_cv_ev"] <= 1.0  # the fit's held-out EV (test_ridge_readout.py)
         again = copy.deepcopy(trajs)
         algo.value_trace(again)
         v = torch.tensor([t.stats["V"] for traj in again for t in traj.turns])
@@ -337,6 +338,7 @@ def test_ppo_ridge_head_fit_solves_the_head_and_leaves_the_body(episodes):
     assert explained_variance(torch.cat(read), algo.head_window.stacked("y")) == pytest.approx(
         first["value/head_ev_after"], abs=1e-4)
     assert first["value/head_ev_after"] > 0.3
+    assert -1.0 < first["value/head_cv_ev"] <= 1.0  # the fit's held-out EV (test_ridge_readout.py)
     second = algo.update(copy.deepcopy(trajs), PhaseTimer())
     turns = sum(len(t.turns) for t in trajs)
     assert (first["value/head_window_turns"], second["value/head_window_turns"]) == (turns, 2 * turns)

@@ -51,6 +51,26 @@ def test_cross_validation_picks_a_small_penalty_for_signal_and_a_large_one_for_n
     noise = fit_ridge_readout(x, torch.randn(60, generator=gen), groups, squash="linear")
     assert signal.alpha == 1e-2  # the smallest on the grid: nothing to shrink
     assert noise.alpha >= 100.0  # shrunk towards the mean: nothing to read
+    assert signal.held_out_ev > 0.99 and noise.held_out_ev < 0.05
+
+
+def test_held_out_ev_by_hand():
+    """Leave-one-out (4 episodes, 4 folds), one feature, no intercept, no penalty: each held-out
+    point is predicted by w = sum(xy) / sum(x^2) of the other three, and the constant by their
+    mean of y.
+    hold x=1: w 30/29, pred 1.0345, err 0.0012 | constant 3,   err 4
+    hold x=2: w 27/26, pred 2.0769, err 0.0059 | constant 8/3, err 0.4444
+    hold x=3: w 25/21, pred 3.5714, err 2.4694 | constant 8/3, err 0.4444
+    hold x=4: w 11/14, pred 3.1429, err 3.4490 | constant 5/3, err 11.1111
+    -> 1 - 5.9255 / 16 = 0.6297."""
+    x, y = torch.tensor([[1.0], [2.0], [3.0], [4.0]]), torch.tensor([1.0, 2.0, 2.0, 5.0])
+    fit = fit_ridge_readout(x, y, torch.arange(4), squash="linear", intercept=False, alphas=(0.0,), folds=4)
+    assert fit.held_out_ev == pytest.approx(1 - 5.925474 / 16, abs=1e-6)
+    # with an intercept and a penalty that zeroes the slope, the fit is each fold's mean: 0
+    flat = fit_ridge_readout(x, y, torch.arange(4), squash="linear", intercept=True, alphas=(1e12,), folds=4)
+    assert flat.held_out_ev == pytest.approx(0.0, abs=1e-9)
+    # one episode: nothing to hold out
+    assert math.isnan(fit_ridge_readout(x, y, torch.zeros(4, dtype=torch.long), squash="linear").held_out_ev)
 
 
 def test_a_small_direction_is_read_as_well_as_a_large_one():

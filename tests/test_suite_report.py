@@ -13,6 +13,7 @@ from agentrl.reporting.suite import (
     mc_returns,
     median_of_last,
     pooled_ev,
+    sessions_table,
     t_interval,
     value_fit,
 )
@@ -116,3 +117,15 @@ def test_value_row_counts_and_intervals_by_hand():
     # judged, and the third run (no eval EV) is not judged; train EV 0.5 and 0.7 -> 0.60 ± 1.27
     assert _value_row("chain-d1", "sapo", fits) == [
         "chain-d1", "sapo", "0.40 ± 2.54", "1.00 ± 0.00", "1 of 2", "1", "0.60 ± 1.27"]
+
+
+def test_sessions_table_adds_a_note_column_only_when_a_session_has_one():
+    plain = {"started": "t0", "machine": "m", "runs_done": 2, "runs_left": 0, "seconds": 10.5, "command": "c"}
+    header, rows = sessions_table([plain])
+    assert header[-1] == "command" and rows == [["t0", "m", "2", "0", "10.5", "c"]]
+    # a session stopped by hand and one whose runs were brought in: both words are kept, in that order
+    by_hand = {"started": "t1", "command": "d", "stopped": "by hand", "note": "runs moved here"}
+    header, rows = sessions_table([plain, by_hand])
+    assert header[-1] == "note"
+    assert rows[0][-1] == "-"
+    assert rows[1] == ["t1", "", "-", "-", "-", "d", "by hand runs moved here"]

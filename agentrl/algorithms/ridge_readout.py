@@ -29,6 +29,7 @@ the penalised loss).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,11 @@ class RidgeReadout:
     weight: torch.Tensor  # [H], float64
     bias: float
     alpha: float
+    #: the chosen penalty's cross-validated fit on held-out episodes, as explained variance against
+    #: a constant (each fold's training mean) scored on the same folds: at or below 0 the features
+    #: held nothing about the targets that carried over to episodes the fit had not seen, so the
+    #: readout is a constant whatever ``alpha`` was picked (NaN without two episodes to split)
+    held_out_ev: float = math.nan
 
 
 def _solve(z: torch.Tensor, y: torch.Tensor, sw: torch.Tensor, alpha: float, intercept: bool) -> tuple[torch.Tensor, float]:
@@ -126,20 +132,28 @@ def fit_ridge_readout(x: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, *,
     fold_of = torch.zeros(len(groups), dtype=torch.long)
     for k, g in enumerate(unique.tolist()):
         fold_of[groups == g] = k % folds
-    best_alpha, best_err = alphas[0], float("inf")
+    best_alpha, best_err, held_out_ev = alphas[0], float("inf"), math.nan
     if len(unique) >= 2:
+        used = range(min(folds, len(unique)))
         for alpha in alphas:
             err = 0.0
-            for f in range(min(folds, len(unique))):
+            for f in used:
                 held = fold_of == f
                 w, b = _solve(z[~held], linear_y[~held], sw[~held], alpha, intercept)
                 err += float((sw[held] * (z[held] @ w + b - linear_y[held]) ** 2).sum())
             if err < best_err:
                 best_alpha, best_err = alpha, err
+        constant = 0.0
+        for f in used:
+            held = fold_of == f
+            mean = float((sw[~held] * linear_y[~held]).sum() / sw[~held].sum())
+            constant += float((sw[held] * (linear_y[held] - mean) ** 2).sum())
+        if constant > 0:
+            held_out_ev = 1.0 - best_err / constant
     w, b = _solve(z, linear_y, sw, best_alpha, intercept)
     if squash == "tanh":
         w, b = _refine_tanh(z, y64, sw, best_alpha, intercept, w, b, tanh_iterations)
-    return RidgeReadout(weight=w / scale, bias=b, alpha=best_alpha)
+    return RidgeReadout(weight=w / scale, bias=b, alpha=best_alpha, held_out_ev=held_out_ev)
 
 
 def batch_state(batch: TurnBatch) -> list[dict[str, Any]]:

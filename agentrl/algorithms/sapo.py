@@ -103,7 +103,8 @@ class SAPOConfig(AlgoConfig):
     #: terms (or their ``ridge`` fit). Why: measured on the embedded model (chain-d1, after one
     #: ridge fit, rows of norm 46 against a token row's 3.2), the value terms' gradient on the
     #: body is ~2,400x the policy terms' (1405 against 0.59, L2), so global clipping and Adam
-    #: step the body along the value loss and the policy barely moves (docs/suite.md).
+    #: step the body along the value loss and the policy barely moves (docs/suite.md). With the
+    #: cut, SAPO's per-update KL there met PPO's at the same ``lr`` (docs/suite.md, sixth result).
     value_backbone_grad: bool = True
 
 
@@ -331,7 +332,8 @@ class SAPO(ClippedPolicyGradient):
         d = torch.cat(pre) @ u
         return {"value/head_ev_after": explained_variance(readout(d[this], cfg), v_target),
                 "value/head_ev_window": explained_variance(readout(d, cfg), self.head_window.stacked("v")),
-                "value/head_alpha": fit.alpha, "value/head_window_turns": float(states)}
+                "value/head_alpha": fit.alpha, "value/head_window_turns": float(states),
+                "value/head_cv_ev": fit.held_out_ev}
 
 
 def sapo_value_loss(d_pre: torch.Tensor, d_post: torch.Tensor, v_old: torch.Tensor,

@@ -419,19 +419,35 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
             images.append(Image(path, label, f"{label} per training iteration, per probe"))
     if not runs:
         blocks.append(Note("No run of this suite has finished yet."))
-    sessions = manifest.get("sessions", [])
-    session_rows = [[s.get("started", ""), s.get("machine", ""), str(s.get("runs_done", "-")),
-                     str(s.get("runs_left", "-")), str(s.get("seconds", "-")), s.get("command", "")]
-                    for s in sessions]
+    session_header, session_rows = sessions_table(manifest.get("sessions", []))
     sections = [
         Section("results", "Scores", blocks),
         Section("values", "Value functions", value_blocks + images[1:]),
         Section("curves", "Learning curves", images[:1]),
         Section("probes", "Probes", [probes_table]),
-        Section("sessions", "Sessions", [Table(["started", "machine", "runs done", "runs left", "seconds",
-                                                "command"], session_rows, long_columns=frozenset({5}))]),
+        Section("sessions", "Sessions", [Table(session_header, session_rows,
+                                               long_columns=frozenset({5}))]),
     ]
     return Document("Behaviour suite", f"{out}", sections, list(algos))
+
+
+def sessions_table(sessions: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The Sessions table: one row per invocation recorded in ``suite.json``.
+
+    A suite is run in pieces, and some pieces are completed by hand: a session stopped by hand
+    (``stopped``) or runs brought in from another folder (``note``). Those words are the only
+    record of how such runs came to be there, so a ``note`` column is added when any session
+    carries one."""
+    header = ["started", "machine", "runs done", "runs left", "seconds", "command"]
+    rows = [[s.get("started", ""), s.get("machine", ""), str(s.get("runs_done", "-")),
+             str(s.get("runs_left", "-")), str(s.get("seconds", "-")), s.get("command", "")]
+            for s in sessions]
+    notes = [" ".join(str(s[k]) for k in ("stopped", "note") if s.get(k)) for s in sessions]
+    if any(notes):
+        header.append("note")
+        for row, note in zip(rows, notes, strict=True):
+            row.append(note or "-")
+    return header, rows
 
 
 def build_suite_report(out: Path, report_dir: Path) -> tuple[Path, Path, int]:
