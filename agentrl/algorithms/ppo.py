@@ -345,8 +345,7 @@ class PPO(ClippedPolicyGradient):
         this = slice(len(y) - len(batch.items), len(y))
         return {"value/head_ev_after": explained_variance(pred[this].float(), target),
                 "value/head_ev_window": explained_variance(pred.float(), y),
-                "value/head_alpha": fit.alpha, "value/head_window_turns": float(len(y)),
-                "value/head_cv_ev": fit.held_out_ev}
+                **fit.metrics(len(y))}
 
     def _critic_update(self, batch: TurnBatch, old_values: list[torch.Tensor],
                        targets: list[torch.Tensor], token_level: bool) -> dict[str, float]:

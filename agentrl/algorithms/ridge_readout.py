@@ -56,6 +56,11 @@ class RidgeReadout:
     #: readout is a constant whatever ``alpha`` was picked (NaN without two episodes to split)
     held_out_ev: float = math.nan
 
+    def metrics(self, window_turns: int) -> dict[str, float]:
+        """What both critics log of a fit (SAPO's ``refit_rows``, PPO's ``_ridge_head``)."""
+        return {"value/head_alpha": self.alpha, "value/head_window_turns": float(window_turns),
+                "value/head_cv_ev": self.held_out_ev}
+
 
 def _solve(z: torch.Tensor, y: torch.Tensor, sw: torch.Tensor, alpha: float, intercept: bool) -> tuple[torch.Tensor, float]:
     """Weighted ridge on standardised ``z``: min sum sw (z w + b - y)^2 + alpha |w|^2 (b free)."""
@@ -134,18 +139,16 @@ def fit_ridge_readout(x: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, *,
         fold_of[groups == g] = k % folds
     best_alpha, best_err, held_out_ev = alphas[0], float("inf"), math.nan
     if len(unique) >= 2:
-        used = range(min(folds, len(unique)))
+        held_out = [fold_of == f for f in range(min(folds, len(unique)))]
         for alpha in alphas:
             err = 0.0
-            for f in used:
-                held = fold_of == f
+            for held in held_out:
                 w, b = _solve(z[~held], linear_y[~held], sw[~held], alpha, intercept)
                 err += float((sw[held] * (z[held] @ w + b - linear_y[held]) ** 2).sum())
             if err < best_err:
                 best_alpha, best_err = alpha, err
         constant = 0.0
-        for f in used:
-            held = fold_of == f
+        for held in held_out:
             mean = float((sw[~held] * linear_y[~held]).sum() / sw[~held].sum())
             constant += float((sw[held] * (linear_y[held] - mean) ** 2).sum())
         if constant > 0:

@@ -332,8 +332,7 @@ class SAPO(ClippedPolicyGradient):
         d = torch.cat(pre) @ u
         return {"value/head_ev_after": explained_variance(readout(d[this], cfg), v_target),
                 "value/head_ev_window": explained_variance(readout(d, cfg), self.head_window.stacked("v")),
-                "value/head_alpha": fit.alpha, "value/head_window_turns": float(states),
-                "value/head_cv_ev": fit.held_out_ev}
+                **fit.metrics(states)}
 
 
 def sapo_value_loss(d_pre: torch.Tensor, d_post: torch.Tensor, v_old: torch.Tensor,
