@@ -182,3 +182,35 @@ def test_credit_row_by_hand():
                       "red 0.40 (both presses, 5+ each, in the last fit: 1 of 2)")
     assert row[7] == "1 of 3"  # 0.5 meets the 0.5 share, 0.1 and 0.3 do not
     assert _credit_row("chain-d1", "sapo", []) is None
+
+
+def test_paired_credit_row_by_hand():
+    """SAPO and PPO at seeds 0, 1, 2 and 4 (PPO's seed 3 missing: SAPO's is not compared). A lamp
+    is compared where both runs' last fits held 5+ presses of each button there:
+    seed 0 both lamps (SAPO 0.86 / 0.85, PPO 1.00 / 1.00); seed 1 none (both narrowed to one
+    button); seed 2 both lamps (SAPO 0.0 / 0.0, PPO 0.51 / 0.54); seed 4 red only (PPO's blue
+    window held 3 wrong presses): SAPO 0.7, PPO 0.9."""
+    from agentrl.reporting.suite import _paired_credit_row
+
+    def run(red, blue, red_presses=(15, 15), blue_presses=(15, 15)):
+        return {"lamps": {"red": {"share": red}, "blue": {"share": blue}},
+                "window_presses": {"red": {"right": red_presses[0], "wrong": red_presses[1], "other": 0},
+                                   "blue": {"right": blue_presses[0], "wrong": blue_presses[1], "other": 0}}}
+
+    sapo = {0: run(0.86, 0.85), 1: run(-0.03, 0.08, (31, 2), (2, 29)), 2: run(0.0, 0.0),
+            3: run(0.9, 0.9), 4: run(0.7, 0.9)}
+    ppo = {0: run(1.0, 1.0), 1: run(-0.03, 0.02, (31, 2), (2, 29)), 2: run(0.51, 0.54),
+           4: run(0.9, 0.2, blue_presses=(10, 3))}
+    row = _paired_credit_row("chain-d1", "sapo", "ppo", sapo, ppo)
+    # per seed (SAPO, PPO): (0.855, 1.0), (0.0, 0.525), (0.7, 0.9); 2 + 2 + 1 = 5 lamps.
+    # SAPO: mean 0.51833, sample variance (0.33667^2 + 0.51833^2 + 0.18167^2) / 2 = 0.20751,
+    #   SEM 0.26300, t(2) 4.303 -> 1.13
+    # PPO: mean 0.80833, variance (0.19167^2 + 0.28333^2 + 0.09167^2) / 2 = 0.06271, SEM 0.14458 -> 0.62
+    # difference: -0.145, -0.525, -0.2: mean -0.29, variance (0.145^2 + 0.235^2 + 0.09^2) / 2
+    #   = 0.042175, SEM 0.11857 -> 0.51
+    # only SAPO >= 0.5: none; only PPO: seed 2
+    assert row == ["chain-d1", "sapo - ppo", "3 of 4", "5", "0.52 ± 1.13", "0.81 ± 0.62", "-0.29 ± 0.51", "0 / 1"]
+    # an Adam-fitted critic keeps no window and counts at every lamp: seed 4's blue now compared
+    ppo[4]["window_presses"] = None
+    assert _paired_credit_row("chain-d1", "sapo", "ppo", sapo, ppo)[3] == "6"
+    assert _paired_credit_row("chain-d1", "sapo", "ppo", {3: sapo[3]}, ppo) is None

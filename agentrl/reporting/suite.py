@@ -340,12 +340,50 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
             f"{sum(s >= EV_SHARE for s in shares)} of {len(shares)}"]
 
 
+def _held_both(credit: dict[str, Any], lamp: str) -> bool:
+    """Whether a run's last fit held ``PRESSES_NEEDED`` or more of each button at ``lamp``; a
+    critic that keeps no window (head steps by Adam) cannot say, and counts."""
+    if credit.get("window_presses") is None:
+        return True
+    presses = credit["window_presses"].get(lamp)
+    return presses is not None and min(presses["right"], presses["wrong"]) >= PRESSES_NEEDED
+
+
+def _paired_credit_row(probe: str, first: str, second: str, a: dict[int, dict[str, Any]],
+                       b: dict[int, dict[str, Any]]) -> list[str] | None:
+    """One row of the paired credit table: ``first``'s and ``second``'s runs of ``probe`` at the
+    same seeds (``a``, ``b``: credit.json by seed), each seed's shares averaged over the lamps where
+    *both* runs' last fits held both presses, then mean ± 95% t interval over those seeds of each
+    share and of their difference. Why paired: at one seed the two algorithms draw from the same
+    sampling seeds, and where their policies move alike they sample nearly the same presses, so
+    the difference removes what the seed's batches decide for both (docs/suite.md, sixth result).
+    None when no seed has both runs judged."""
+    common = sorted(a.keys() & b.keys())
+    if not common:
+        return None
+    pairs: list[tuple[float, float]] = []
+    lamps = 0
+    for seed in common:
+        first_lamps, second_lamps = a[seed].get("lamps") or {}, b[seed].get("lamps") or {}
+        shared = [lamp for lamp in sorted(first_lamps.keys() & second_lamps.keys())
+                  if _held_both(a[seed], lamp) and _held_both(b[seed], lamp)]
+        if shared:
+            lamps += len(shared)
+            pairs.append((statistics.fmean(first_lamps[lamp]["share"] for lamp in shared),
+                          statistics.fmean(second_lamps[lamp]["share"] for lamp in shared)))
+    only_first = sum(x >= EV_SHARE > y for x, y in pairs)
+    only_second = sum(y >= EV_SHARE > x for x, y in pairs)
+    return [probe, f"{first} - {second}", f"{len(pairs)} of {len(common)}", str(lamps),
+            _interval_text(t_interval([x for x, _ in pairs])), _interval_text(t_interval([y for _, y in pairs])),
+            _interval_text(t_interval([x - y for x, y in pairs])), f"{only_first} / {only_second}"]
+
+
 def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                          runs: Sequence[SuiteRun]) -> Document:
     """The report's document from what :func:`read_suite` read."""
     algos = manifest["algos"]
     settings = manifest.get("settings", {})
-    rows, value_rows, q_rows, credit_rows = [], [], [], []
+    rows, value_rows, q_rows, credit_rows, paired_rows = [], [], [], [], []
     for probe in manifest["probes"]:
         for algo in algos:
             mine = [r for r in runs if r.probe == probe["name"] and r.algo == algo]
@@ -367,6 +405,13 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
             credit = _credit_row(probe["name"], algo, [r.credit for r in mine if r.credit is not None])
             if credit is not None:
                 credit_rows.append(credit)
+        judged = {algo: {r.seed: r.credit for r in runs if r.probe == probe["name"] and r.algo == algo
+                         and r.credit is not None} for algo in algos}
+        for i, first in enumerate(algos):
+            for second in algos[i + 1:]:
+                paired = _paired_credit_row(probe["name"], first, second, judged[first], judged[second])
+                if paired is not None:
+                    paired_rows.append(paired)
     figures = report_dir / "figures"
     blocks: list[Any] = [
         Paragraph(f"{len(runs)} finished runs: {len(manifest['probes'])} probes x {', '.join(algos)}, "
@@ -410,6 +455,17 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                     "even where its eval EV is high. For critics fitted in closed form, the runs whose last "
                     "fit's batches held both presses at the lamp: an on-policy critic cannot value a press "
                     "its batches never made."))
+    if paired_rows:
+        value_blocks.append(Table(
+            ["probe", "algorithms (first - second)", "seeds compared (of seeds both judged)",
+             "lamps compared", "first's share", "second's share", "difference",
+             f"seeds where only the first / only the second gave >= {EV_SHARE:g} of the gap"], paired_rows,
+            caption="The credit table paired by seed: at each seed both algorithms ran, each run's share "
+                    f"averaged over the lamps where both runs' last fits held {PRESSES_NEEDED}+ presses of "
+                    "each button (a critic that keeps no window counts at every lamp), then mean ± 95% t "
+                    "interval over those seeds. At one seed both algorithms draw from the same sampling "
+                    "seeds, so where their policies move alike their critics are fitted on nearly the "
+                    "same presses and judged on the same replayed tasks."))
     images = []
     for key, name, label, norm in (("rollout/return", "suite_learning.png", "normalised return", True),
                                    ("value/explained_variance_v", "suite_value_ev.png", "V explained variance (median)", False)):
