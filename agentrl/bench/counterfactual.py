@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -139,10 +139,43 @@ def write_press_credit(run_dir: Path) -> Path | None:
     return path
 
 
-def judge_press(run_dir: Path) -> dict[str, Any] | None:
-    """Replay the run's final eval tasks pressing each button and read its critic after the press
-    (module docstring). None when the run has no checkpoint here or its algorithm no critic."""
-    import torch
+@dataclass
+class PressReplay:
+    """A run's critic from its last checkpoint, and its final eval's tasks replayed pressing each
+    button (:func:`replay_presses`). Kept apart from the judging so that a benchmark can ask the
+    same replayed episodes again after changing the readout (``benchmarks/sapo_readout_refit.py``)."""
+
+    run_dir: Path
+    checkpoint: Path
+    algo: str  # the run's config.algo
+    algorithm: Any  # the run's Algorithm, its critic loaded from ``checkpoint``
+    tokenizer: Any
+    tasks: int
+    played: list[Trajectory]
+    records: list[dict[str, Any]]  # the final eval's trace
+    expected: dict[bool, float]  # return after the right (True) / wrong (False) press, R_max units
+    gamma: float
+    r_max: float
+    algorithm_state: dict[str, Any]  # the checkpoint's algorithm state (a ridge readout's window)
+
+    def credit(self) -> dict[str, Any]:
+        """The critic's reading after each press, as ``credit.json`` keeps it."""
+        import torch
+
+        from agentrl_envs.probes.chain import RULE
+
+        with torch.no_grad():
+            self.algorithm.value_trace(self.played)
+        return {"checkpoint": self.checkpoint.name, "algo": self.algo, "tasks": self.tasks,
+                "trace_check": trace_check(self.played, self.records),
+                **press_credit(self.played, RULE, self.expected, self.gamma, self.r_max),
+                "window_presses": window_presses(self.algorithm_state.get("head_window"), self.tokenizer, RULE)}
+
+
+def replay_presses(run_dir: Path) -> PressReplay | None:
+    """Load the run's critic from its last checkpoint and replay its final eval tasks pressing
+    each button (module docstring). None when the run has no checkpoint here or its algorithm
+    no critic."""
     import yaml
 
     from agentrl.algorithms import get_algorithm
@@ -185,9 +218,12 @@ def judge_press(run_dir: Path) -> dict[str, Any] | None:
                 played.extend(engine.run([Task(seed=int(seed), group=0)]).trajectories)
     finally:
         engine.pool.close()
-    with torch.no_grad():
-        algorithm.value_trace(played)
-    return {"checkpoint": checkpoint.name, "algo": config.algo, "tasks": len(seeds),
-            "trace_check": trace_check(played, records), **press_credit(played, RULE, expected, gamma, r_max),
-            "window_presses": window_presses(read_state(checkpoint)["algorithm"].get("head_window"),
-                                             policy.tokenizer, RULE)}
+    return PressReplay(run_dir, checkpoint, config.algo, algorithm, policy.tokenizer, len(seeds), played, records,
+                       expected, gamma, r_max, read_state(checkpoint)["algorithm"])
+
+
+def judge_press(run_dir: Path) -> dict[str, Any] | None:
+    """Replay the run's final eval tasks pressing each button and read its critic after the press
+    (module docstring). None when the run has no checkpoint here or its algorithm no critic."""
+    replay = replay_presses(run_dir)
+    return None if replay is None else replay.credit()
