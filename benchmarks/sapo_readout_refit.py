@@ -37,18 +37,17 @@ def refit_credits(run_dir: Path) -> list[str]:
     from agentrl.bench.counterfactual import replay_presses
 
     replay = replay_presses(run_dir)
-    if replay is None or replay.algo != "sapo" or not replay.algorithm_state.get("head_window"):
+    if replay is None or replay.algo != "sapo" or not replay.head_window:
         return [f"{run_dir}: needs a SAPO run with value_head_fit ridge and its checkpoint here"]
     algorithm = replay.algorithm
     window = algorithm.head_window
-    window.load_state_dict(replay.algorithm_state["head_window"])
-    last = window.entries[-1]
-    # refit_rows adds its batch to the window first; the window already holds the last batch
-    window.add = lambda *args, **kwargs: None
+    window.load_state_dict(replay.head_window)
     run_config = algorithm.config
     lines = [f"{run_dir} (checkpoint {replay.checkpoint.name}, {replay.tasks} tasks, window of {len(window.entries)} batches)"]
     for name, change in VARIANTS:
         algorithm.config = replace(run_config, **change)
+        # refit_rows adds its batch to the window before fitting: hand it the window's last, taken out
+        last = window.entries.pop()
         fit = algorithm.refit_rows(last.batch, last.targets["v"], last.targets["q"])
         credit = replay.credit()
         lamps = ", ".join(f"{lamp} {cell['share']:.2f} (V {cell['v_right']:.2f} / {cell['v_wrong']:.2f})"

@@ -145,7 +145,6 @@ class PressReplay:
     button (:func:`replay_presses`). Kept apart from the judging so that a benchmark can ask the
     same replayed episodes again after changing the readout (``benchmarks/sapo_readout_refit.py``)."""
 
-    run_dir: Path
     checkpoint: Path
     algo: str  # the run's config.algo
     algorithm: Any  # the run's Algorithm, its critic loaded from ``checkpoint``
@@ -156,7 +155,8 @@ class PressReplay:
     expected: dict[bool, float]  # return after the right (True) / wrong (False) press, R_max units
     gamma: float
     r_max: float
-    algorithm_state: dict[str, Any]  # the checkpoint's algorithm state (a ridge readout's window)
+    #: a ridge readout's window as the checkpoint keeps it (token ids and targets); None without one
+    head_window: dict[str, Any] | None
 
     def credit(self) -> dict[str, Any]:
         """The critic's reading after each press, as ``credit.json`` keeps it."""
@@ -169,7 +169,7 @@ class PressReplay:
         return {"checkpoint": self.checkpoint.name, "algo": self.algo, "tasks": self.tasks,
                 "trace_check": trace_check(self.played, self.records),
                 **press_credit(self.played, RULE, self.expected, self.gamma, self.r_max),
-                "window_presses": window_presses(self.algorithm_state.get("head_window"), self.tokenizer, RULE)}
+                "window_presses": window_presses(self.head_window, self.tokenizer, RULE)}
 
 
 def replay_presses(run_dir: Path) -> PressReplay | None:
@@ -218,8 +218,8 @@ def replay_presses(run_dir: Path) -> PressReplay | None:
                 played.extend(engine.run([Task(seed=int(seed), group=0)]).trajectories)
     finally:
         engine.pool.close()
-    return PressReplay(run_dir, checkpoint, config.algo, algorithm, policy.tokenizer, len(seeds), played, records,
-                       expected, gamma, r_max, read_state(checkpoint)["algorithm"])
+    return PressReplay(checkpoint, config.algo, algorithm, policy.tokenizer, len(seeds), played, records,
+                       expected, gamma, r_max, read_state(checkpoint)["algorithm"].get("head_window"))
 
 
 def judge_press(run_dir: Path) -> dict[str, Any] | None:

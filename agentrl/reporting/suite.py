@@ -330,7 +330,7 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
 
     def lamp_text(lamp: str, values: list[float]) -> str:
         seen = [c["window_presses"][lamp] for c in credits if (c.get("window_presses") or {}).get(lamp)]
-        counted = sum(min(n["right"], n["wrong"]) >= PRESSES_NEEDED for n in seen)
+        counted = sum(_enough_presses(n) for n in seen)
         both = f" (both presses, {PRESSES_NEEDED}+ each, in the last fit: {counted} of {len(seen)})"
         return f"{lamp} {statistics.fmean(values):.2f}" + (both if seen else "")
 
@@ -340,13 +340,18 @@ def _credit_row(probe: str, algo: str, credits: Sequence[dict[str, Any]]) -> lis
             f"{sum(s >= EV_SHARE for s in shares)} of {len(shares)}"]
 
 
+def _enough_presses(presses: dict[str, int]) -> bool:
+    """Whether a lamp's count in ``window_presses`` holds ``PRESSES_NEEDED`` or more of each button."""
+    return min(presses["right"], presses["wrong"]) >= PRESSES_NEEDED
+
+
 def _held_both(credit: dict[str, Any], lamp: str) -> bool:
-    """Whether a run's last fit held ``PRESSES_NEEDED`` or more of each button at ``lamp``; a
-    critic that keeps no window (head steps by Adam) cannot say, and counts."""
+    """Whether a run's last fit held both presses at ``lamp`` (:func:`_enough_presses`); a critic
+    that keeps no window (head steps by Adam) cannot say, and counts."""
     if credit.get("window_presses") is None:
         return True
     presses = credit["window_presses"].get(lamp)
-    return presses is not None and min(presses["right"], presses["wrong"]) >= PRESSES_NEEDED
+    return presses is not None and _enough_presses(presses)
 
 
 def _paired_credit_row(probe: str, first: str, second: str, a: dict[int, dict[str, Any]],
@@ -385,8 +390,10 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
     settings = manifest.get("settings", {})
     rows, value_rows, q_rows, credit_rows, paired_rows = [], [], [], [], []
     for probe in manifest["probes"]:
+        judged: dict[str, dict[int, dict[str, Any]]] = {}  # credit.json by seed, per algorithm
         for algo in algos:
             mine = [r for r in runs if r.probe == probe["name"] and r.algo == algo]
+            judged[algo] = {r.seed: r.credit for r in mine if r.credit is not None}
             if not mine:
                 continue
             scores = [_normalised(r.final_return, probe) for r in mine if r.final_return is not None]
@@ -402,11 +409,9 @@ def build_suite_document(out: Path, report_dir: Path, manifest: dict[str, Any],
                 value_rows.append(_value_row(probe["name"], algo, [r.v for r in mine]))
             if any(r.q.eval_ev is not None for r in mine):
                 q_rows.append(_value_row(probe["name"], algo, [r.q for r in mine]))
-            credit = _credit_row(probe["name"], algo, [r.credit for r in mine if r.credit is not None])
+            credit = _credit_row(probe["name"], algo, list(judged[algo].values()))
             if credit is not None:
                 credit_rows.append(credit)
-        judged = {algo: {r.seed: r.credit for r in runs if r.probe == probe["name"] and r.algo == algo
-                         and r.credit is not None} for algo in algos}
         for i, first in enumerate(algos):
             for second in algos[i + 1:]:
                 paired = _paired_credit_row(probe["name"], first, second, judged[first], judged[second])
